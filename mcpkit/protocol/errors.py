@@ -1,0 +1,79 @@
+"""JSON-RPC and MCP error codes, and the one exception type that carries them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: Legacy (2025-11-25 and earlier) "resource not found"; never emitted to modern clients.
+LEGACY_RESOURCE_NOT_FOUND = -32002
+
+#: The codes whose meaning is modern-only; a reply carrying one proves a modern peer.
+MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+
+
+class MCPError(Exception):
+    """A JSON-RPC error: raised by handlers to answer with an error, and by clients on receipt."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code}, {self.message!r}, data={self.data!r})"
+
+
+def parse_error(detail: str = "") -> MCPError:
+    return MCPError(PARSE_ERROR, f"Parse error: {detail}" if detail else "Parse error")
+
+
+def invalid_request(detail: str) -> MCPError:
+    return MCPError(INVALID_REQUEST, f"Invalid request: {detail}")
+
+
+def method_not_found(method: str) -> MCPError:
+    return MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def invalid_params(message: str, data: Any = None) -> MCPError:
+    return MCPError(INVALID_PARAMS, message, data)
+
+
+def internal_error(message: str = "Internal error") -> MCPError:
+    return MCPError(INTERNAL_ERROR, message)
+
+
+def header_mismatch(message: str) -> MCPError:
+    return MCPError(HEADER_MISMATCH, message)
+
+
+def unsupported_version(requested: str, supported: list[str] | tuple[str, ...]) -> MCPError:
+    return MCPError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        f"Unsupported protocol version {requested!r}; supported: {', '.join(supported)}",
+        {"supported": list(supported), "requested": requested},
+    )
+
+
+def missing_capability(required: dict[str, Any]) -> MCPError:
+    names = ", ".join(sorted(required))
+    return MCPError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"This request needs client capabilities the request did not declare: {names}",
+        {"requiredCapabilities": required},
+    )

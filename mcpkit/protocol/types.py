@@ -1,0 +1,541 @@
+"""Typed 2026-07-28 wire messages (msgspec Structs), mirroring ``schema.ts``.
+
+Optional fields default to ``UNSET`` so they are left out on encode. ``_meta`` and
+``$schema`` are spelled on the wire through field renames.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import msgspec
+from msgspec import UNSET, UnsetType, field
+
+JSON = Any
+RequestId = Union[int, str]
+ProgressToken = Union[int, str]
+Role = Literal["user", "assistant"]
+LoggingLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+CacheScope = Literal["public", "private"]
+
+
+class Struct(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """Base for every wire type: optional fields are omitted when unset."""
+
+
+# ---------------------------------------------------------------- common
+class Icon(Struct, kw_only=True):
+    src: str
+    mimeType: str | UnsetType = UNSET
+    sizes: list[str] | UnsetType = UNSET
+    theme: Literal["light", "dark"] | UnsetType = UNSET
+
+
+class Implementation(Struct, kw_only=True):
+    name: str
+    version: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    websiteUrl: str | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+
+
+class Annotations(Struct, kw_only=True):
+    audience: list[Role] | UnsetType = UNSET
+    priority: float | UnsetType = UNSET
+    lastModified: str | UnsetType = UNSET
+
+
+class ClientCapabilities(Struct, kw_only=True):
+    experimental: dict[str, dict[str, JSON]] | UnsetType = UNSET
+    roots: dict[str, JSON] | UnsetType = UNSET
+    sampling: dict[str, JSON] | UnsetType = UNSET
+    elicitation: dict[str, JSON] | UnsetType = UNSET
+    extensions: dict[str, dict[str, JSON]] | UnsetType = UNSET
+
+
+class ListChangedCapability(Struct, kw_only=True):
+    listChanged: bool | UnsetType = UNSET
+
+
+class ResourcesCapability(Struct, kw_only=True):
+    subscribe: bool | UnsetType = UNSET
+    listChanged: bool | UnsetType = UNSET
+
+
+class ServerCapabilities(Struct, kw_only=True):
+    experimental: dict[str, dict[str, JSON]] | UnsetType = UNSET
+    logging: dict[str, JSON] | UnsetType = UNSET
+    completions: dict[str, JSON] | UnsetType = UNSET
+    prompts: ListChangedCapability | UnsetType = UNSET
+    resources: ResourcesCapability | UnsetType = UNSET
+    tools: ListChangedCapability | UnsetType = UNSET
+    extensions: dict[str, dict[str, JSON]] | UnsetType = UNSET
+
+
+class RequestMeta(Struct, forbid_unknown_fields=False, kw_only=True):
+    """A request's ``_meta``: the two required keys are typed; the rest stay open."""
+
+    protocolVersion: str = field(name="io.modelcontextprotocol/protocolVersion")
+    clientCapabilities: ClientCapabilities = field(name="io.modelcontextprotocol/clientCapabilities")
+    clientInfo: Implementation | UnsetType = field(default=UNSET, name="io.modelcontextprotocol/clientInfo")
+    logLevel: LoggingLevel | UnsetType = field(default=UNSET, name="io.modelcontextprotocol/logLevel")
+    progressToken: ProgressToken | UnsetType = UNSET
+
+
+# ---------------------------------------------------------------- content
+class TextContent(Struct, tag_field="type", tag="text", kw_only=True):
+    text: str
+    annotations: Annotations | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ImageContent(Struct, tag_field="type", tag="image", kw_only=True):
+    data: str
+    mimeType: str
+    annotations: Annotations | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class AudioContent(Struct, tag_field="type", tag="audio", kw_only=True):
+    data: str
+    mimeType: str
+    annotations: Annotations | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ResourceContents(Struct, kw_only=True):
+    """Text or blob contents of a resource: exactly one of ``text`` and ``blob`` is set."""
+
+    uri: str
+    mimeType: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
+    blob: str | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ResourceLink(Struct, tag_field="type", tag="resource_link", kw_only=True):
+    uri: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mimeType: str | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    size: int | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class EmbeddedResource(Struct, tag_field="type", tag="resource", kw_only=True):
+    resource: ResourceContents
+    annotations: Annotations | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ToolUseContent(Struct, tag_field="type", tag="tool_use", kw_only=True):
+    id: str
+    name: str
+    input: dict[str, JSON]
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+
+
+class ToolResultContent(Struct, tag_field="type", tag="tool_result", kw_only=True):
+    toolUseId: str
+    content: list[ContentBlock]
+    structuredContent: JSON | UnsetType = UNSET
+    isError: bool | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+SamplingContentBlock = Union[TextContent, ImageContent, AudioContent, ToolUseContent, ToolResultContent]
+
+
+# ---------------------------------------------------------------- primitives
+class ToolAnnotations(Struct, kw_only=True):
+    title: str | UnsetType = UNSET
+    readOnlyHint: bool | UnsetType = UNSET
+    destructiveHint: bool | UnsetType = UNSET
+    idempotentHint: bool | UnsetType = UNSET
+    openWorldHint: bool | UnsetType = UNSET
+
+
+class Tool(Struct, kw_only=True):
+    name: str
+    inputSchema: dict[str, JSON]
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    outputSchema: dict[str, JSON] | UnsetType = UNSET
+    annotations: ToolAnnotations | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class Resource(Struct, kw_only=True):
+    uri: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mimeType: str | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    size: int | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ResourceTemplate(Struct, kw_only=True):
+    uriTemplate: str
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    mimeType: str | UnsetType = UNSET
+    annotations: Annotations | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class PromptArgument(Struct, kw_only=True):
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    required: bool | UnsetType = UNSET
+
+
+class Prompt(Struct, kw_only=True):
+    name: str
+    title: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    arguments: list[PromptArgument] | UnsetType = UNSET
+    icons: list[Icon] | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class PromptMessage(Struct, kw_only=True):
+    role: Role
+    content: ContentBlock
+
+
+# ---------------------------------------------------------------- client input (MRTR)
+class SamplingMessage(Struct, kw_only=True):
+    role: Role
+    content: Union[SamplingContentBlock, list[SamplingContentBlock]]
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ModelHint(Struct, kw_only=True):
+    name: str | UnsetType = UNSET
+
+
+class ModelPreferences(Struct, kw_only=True):
+    hints: list[ModelHint] | UnsetType = UNSET
+    costPriority: float | UnsetType = UNSET
+    speedPriority: float | UnsetType = UNSET
+    intelligencePriority: float | UnsetType = UNSET
+
+
+class ToolChoice(Struct, kw_only=True):
+    mode: Literal["auto", "required", "none"] | UnsetType = UNSET
+
+
+class CreateMessageRequestParams(Struct, kw_only=True):
+    messages: list[SamplingMessage]
+    maxTokens: int
+    modelPreferences: ModelPreferences | UnsetType = UNSET
+    systemPrompt: str | UnsetType = UNSET
+    includeContext: Literal["none", "thisServer", "allServers"] | UnsetType = UNSET
+    temperature: float | UnsetType = UNSET
+    stopSequences: list[str] | UnsetType = UNSET
+    metadata: dict[str, JSON] | UnsetType = UNSET
+    tools: list[Tool] | UnsetType = UNSET
+    toolChoice: ToolChoice | UnsetType = UNSET
+
+
+class CreateMessageResult(Struct, kw_only=True):
+    role: Role
+    content: Union[SamplingContentBlock, list[SamplingContentBlock]]
+    model: str
+    stopReason: str | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ElicitRequestParams(Struct, kw_only=True):
+    """Form (``requestedSchema``) or URL (``url``) elicitation; ``mode`` absent means form."""
+
+    message: str
+    mode: Literal["form", "url"] | UnsetType = UNSET
+    requestedSchema: dict[str, JSON] | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+
+
+class ElicitResult(Struct, kw_only=True):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, JSON] | UnsetType = UNSET
+
+
+class Root(Struct, kw_only=True):
+    uri: str
+    name: str | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ListRootsResult(Struct, kw_only=True):
+    roots: list[Root]
+
+
+class InputRequest(Struct, kw_only=True):
+    """One entry of ``inputRequests``: a request object without ``jsonrpc`` or ``id``."""
+
+    method: Literal["elicitation/create", "sampling/createMessage", "roots/list"]
+    params: dict[str, JSON] | UnsetType = UNSET
+
+
+# ---------------------------------------------------------------- request params
+class RequestParams(Struct, kw_only=True):
+    # Kept as a dict so handlers see every key; the ladder validates it as RequestMeta.
+    meta: dict[str, JSON] = field(name="_meta")
+
+
+class PaginatedParams(RequestParams, kw_only=True):
+    cursor: str | UnsetType = UNSET
+
+
+class InputResponseParams(RequestParams, kw_only=True):
+    inputResponses: dict[str, dict[str, JSON]] | UnsetType = UNSET
+    requestState: str | UnsetType = UNSET
+
+
+class CallToolParams(InputResponseParams, kw_only=True):
+    name: str
+    arguments: dict[str, JSON] | None | UnsetType = UNSET
+
+
+class GetPromptParams(InputResponseParams, kw_only=True):
+    name: str
+    arguments: dict[str, str] | None | UnsetType = UNSET
+
+
+class ReadResourceParams(InputResponseParams, kw_only=True):
+    uri: str
+
+
+class PromptReference(Struct, tag_field="type", tag="ref/prompt", kw_only=True):
+    name: str
+    title: str | UnsetType = UNSET
+
+
+class ResourceTemplateReference(Struct, tag_field="type", tag="ref/resource", kw_only=True):
+    uri: str
+
+
+class CompletionArgument(Struct, kw_only=True):
+    name: str
+    value: str
+
+
+class CompletionContext(Struct, kw_only=True):
+    arguments: dict[str, str] | UnsetType = UNSET
+
+
+class CompleteParams(RequestParams, kw_only=True):
+    ref: Union[PromptReference, ResourceTemplateReference]
+    argument: CompletionArgument
+    context: CompletionContext | UnsetType = UNSET
+
+
+class SubscriptionFilter(Struct, kw_only=True):
+    toolsListChanged: bool | UnsetType = UNSET
+    promptsListChanged: bool | UnsetType = UNSET
+    resourcesListChanged: bool | UnsetType = UNSET
+    resourceSubscriptions: list[str] | UnsetType = UNSET
+
+
+class ListenParams(RequestParams, kw_only=True):
+    notifications: SubscriptionFilter
+
+
+#: The params type of each modern client request method.
+REQUEST_PARAMS: dict[str, type[RequestParams]] = {
+    "server/discover": RequestParams,
+    "tools/list": PaginatedParams,
+    "tools/call": CallToolParams,
+    "resources/list": PaginatedParams,
+    "resources/templates/list": PaginatedParams,
+    "resources/read": ReadResourceParams,
+    "prompts/list": PaginatedParams,
+    "prompts/get": GetPromptParams,
+    "completion/complete": CompleteParams,
+    "subscriptions/listen": ListenParams,
+}
+
+
+# ---------------------------------------------------------------- results
+def _complete() -> str:
+    return "complete"
+
+
+def _input_required() -> str:
+    return "input_required"
+
+
+class Result(Struct, kw_only=True):
+    # A factory, not a plain default, so omit_defaults never drops the required field.
+    resultType: str = field(default_factory=_complete)
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class CacheableResult(Result, kw_only=True):
+    ttlMs: int
+    cacheScope: CacheScope
+
+
+class DiscoverResult(CacheableResult, kw_only=True):
+    supportedVersions: list[str]
+    capabilities: ServerCapabilities
+    instructions: str | UnsetType = UNSET
+
+
+class ListToolsResult(CacheableResult, kw_only=True):
+    tools: list[Tool]
+    nextCursor: str | UnsetType = UNSET
+
+
+class ListResourcesResult(CacheableResult, kw_only=True):
+    resources: list[Resource]
+    nextCursor: str | UnsetType = UNSET
+
+
+class ListResourceTemplatesResult(CacheableResult, kw_only=True):
+    resourceTemplates: list[ResourceTemplate]
+    nextCursor: str | UnsetType = UNSET
+
+
+class ListPromptsResult(CacheableResult, kw_only=True):
+    prompts: list[Prompt]
+    nextCursor: str | UnsetType = UNSET
+
+
+class ReadResourceResult(CacheableResult, kw_only=True):
+    contents: list[ResourceContents]
+
+
+class CallToolResult(Result, kw_only=True):
+    content: list[ContentBlock]
+    structuredContent: JSON | UnsetType = UNSET
+    isError: bool | UnsetType = UNSET
+
+
+class GetPromptResult(Result, kw_only=True):
+    messages: list[PromptMessage]
+    description: str | UnsetType = UNSET
+
+
+class Completion(Struct, kw_only=True):
+    values: list[str]
+    total: int | UnsetType = UNSET
+    hasMore: bool | UnsetType = UNSET
+
+
+class CompleteResult(Result, kw_only=True):
+    completion: Completion
+
+
+class InputRequiredResult(Result, kw_only=True):
+    resultType: str = field(default_factory=_input_required)
+    inputRequests: dict[str, InputRequest] | UnsetType = UNSET
+    requestState: str | UnsetType = UNSET
+
+
+class SubscriptionsListenResult(Result, kw_only=True):
+    pass
+
+
+#: The complete-result type of each modern method.
+RESULT_TYPES: dict[str, type[Result]] = {
+    "server/discover": DiscoverResult,
+    "tools/list": ListToolsResult,
+    "tools/call": CallToolResult,
+    "resources/list": ListResourcesResult,
+    "resources/templates/list": ListResourceTemplatesResult,
+    "resources/read": ReadResourceResult,
+    "prompts/list": ListPromptsResult,
+    "prompts/get": GetPromptResult,
+    "completion/complete": CompleteResult,
+    "subscriptions/listen": SubscriptionsListenResult,
+}
+
+
+# ---------------------------------------------------------------- notifications
+class NotificationParams(Struct, kw_only=True):
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class CancelledParams(NotificationParams, kw_only=True):
+    requestId: RequestId
+    reason: str | UnsetType = UNSET
+
+
+class ProgressParams(NotificationParams, kw_only=True):
+    progressToken: ProgressToken
+    progress: float
+    total: float | UnsetType = UNSET
+    message: str | UnsetType = UNSET
+
+
+class LoggingMessageParams(NotificationParams, kw_only=True):
+    level: LoggingLevel
+    data: JSON
+    logger: str | UnsetType = UNSET
+
+
+class ResourceUpdatedParams(NotificationParams, kw_only=True):
+    uri: str
+
+
+class SubscriptionsAcknowledgedParams(NotificationParams, kw_only=True):
+    notifications: SubscriptionFilter
+
+
+NOTIFICATION_PARAMS: dict[str, type[NotificationParams]] = {
+    "notifications/cancelled": CancelledParams,
+    "notifications/progress": ProgressParams,
+    "notifications/message": LoggingMessageParams,
+    "notifications/resources/updated": ResourceUpdatedParams,
+    "notifications/resources/list_changed": NotificationParams,
+    "notifications/tools/list_changed": NotificationParams,
+    "notifications/prompts/list_changed": NotificationParams,
+    "notifications/subscriptions/acknowledged": SubscriptionsAcknowledgedParams,
+}
+
+
+# ---------------------------------------------------------------- JSON-RPC envelopes
+class ErrorObject(Struct, kw_only=True):
+    code: int
+    message: str
+    data: JSON | UnsetType = UNSET
+
+
+class JSONRPCRequest(Struct, kw_only=True):
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: str
+    params: dict[str, JSON] | UnsetType = UNSET
+
+
+class JSONRPCNotification(Struct, kw_only=True):
+    jsonrpc: Literal["2.0"]
+    method: str
+    params: dict[str, JSON] | UnsetType = UNSET
+
+
+class JSONRPCResultResponse(Struct, kw_only=True):
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: dict[str, JSON]
+
+
+class JSONRPCErrorResponse(Struct, kw_only=True):
+    jsonrpc: Literal["2.0"]
+    error: ErrorObject
+    id: RequestId | UnsetType = UNSET

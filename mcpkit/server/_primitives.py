@@ -1,0 +1,223 @@
+"""Registered tools, resources, resource templates and prompts, and how their return values
+become wire results."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from typing import Any, Callable
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import errors
+from ..protocol import types as t
+from ._signature import Output, Signature
+from ._uritemplate import UriTemplate
+
+_json = msgspec.json.Encoder()
+_CONTENT = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+
+
+class ToolError(Exception):
+    """Raise inside a tool to report a failure the model should see (``isError: true``)."""
+
+
+def _opt(v: Any) -> Any:
+    return UNSET if v is None else v
+
+
+def _to_builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def _json_text(value: Any) -> str:
+    return _json.encode(value).decode()
+
+
+# ------------------------------------------------------------------ content
+def to_content(value: Any) -> list[Any]:
+    """Turn a handler's return value into a list of content blocks."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [t.TextContent(text=value)]
+    if isinstance(value, _CONTENT):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, str):
+                out.append(t.TextContent(text=item))
+            elif isinstance(item, _CONTENT):
+                out.append(item)
+            elif isinstance(item, dict) and "type" in item:
+                out.append(msgspec.convert(item, t.ContentBlock))
+            else:
+                out.append(t.TextContent(text=_json_text(_to_builtins(item))))
+        return out
+    if isinstance(value, dict) and isinstance(value.get("type"), str):
+        try:
+            return [msgspec.convert(value, t.ContentBlock)]
+        except msgspec.ValidationError:
+            pass
+    return [t.TextContent(text=_json_text(_to_builtins(value)))]
+
+
+def text(value: str, **kw: Any) -> t.TextContent:
+    return t.TextContent(text=value, **kw)
+
+
+def image(data: bytes, mime_type: str = "image/png") -> t.ImageContent:
+    return t.ImageContent(data=base64.b64encode(data).decode(), mimeType=mime_type)
+
+
+def audio(data: bytes, mime_type: str = "audio/wav") -> t.AudioContent:
+    return t.AudioContent(data=base64.b64encode(data).decode(), mimeType=mime_type)
+
+
+def embedded(uri: str, value: str | bytes, mime_type: str | None = None) -> t.EmbeddedResource:
+    return t.EmbeddedResource(resource=resource_contents(uri, value, mime_type))
+
+
+def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.ResourceContents:
+    if isinstance(value, t.ResourceContents):
+        return value
+    if isinstance(value, str):
+        return t.ResourceContents(uri=uri, mimeType=mime_type or "text/plain", text=value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return t.ResourceContents(uri=uri, mimeType=mime_type or "application/octet-stream", blob=base64.b64encode(value).decode())
+    return t.ResourceContents(uri=uri, mimeType=mime_type or "application/json", text=_json_text(_to_builtins(value)))
+
+
+# ------------------------------------------------------------------ definitions
+@dataclasses.dataclass(eq=False)
+class CacheHints:
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+
+
+class ToolDef:
+    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
+                 annotations: t.ToolAnnotations | dict | None, icons: list | None, meta: dict | None,
+                 blocking: bool, structured_output: bool | None) -> None:
+        self.name = name or fn.__name__
+        self.sig = Signature(fn, "tool")
+        self.output = Output(fn) if structured_output is not False else None
+        if self.output is not None and not self.output.structured:
+            self.output = None
+        if structured_output is True and self.output is None:
+            raise TypeError(f"tool {self.name!r}: structured_output=True needs a describable return type")
+        self.blocking = blocking
+        self.wire = t.Tool(
+            name=self.name,
+            inputSchema=self.sig.input_schema,
+            title=_opt(title),
+            description=_opt(description or self.sig.description),
+            outputSchema=self.output.schema if self.output else UNSET,
+            annotations=msgspec.convert(annotations, t.ToolAnnotations) if isinstance(annotations, dict) else _opt(annotations),
+            icons=_opt(icons),
+            meta=_opt(meta),
+        )
+        self.header_map: dict[str, tuple[str, ...]] | None = None
+
+    def to_result(self, value: Any) -> t.CallToolResult:
+        if isinstance(value, t.CallToolResult):
+            return value
+        out = self.output
+        if out is not None:
+            data = _to_builtins(value)
+            structured = {"result": data} if out.wrap else data
+            return t.CallToolResult(content=[t.TextContent(text=_json_text(structured))], structuredContent=structured)
+        return t.CallToolResult(content=to_content(value))
+
+
+class ResourceDef:
+    __slots__ = ("uri", "sig", "wire", "mime_type", "cache", "blocking")
+
+    def __init__(self, fn: Callable[..., Any], uri: str, *, name: str | None, title: str | None, description: str | None,
+                 mime_type: str | None, size: int | None, annotations: Any, icons: list | None, meta: dict | None,
+                 cache: CacheHints, blocking: bool) -> None:
+        self.uri = uri
+        self.sig = Signature(fn, "resource")
+        self.mime_type = mime_type
+        self.cache = cache
+        self.blocking = blocking
+        self.wire = t.Resource(
+            uri=uri, name=name or fn.__name__, title=_opt(title), description=_opt(description or self.sig.description),
+            mimeType=_opt(mime_type), size=_opt(size), annotations=_opt(annotations), icons=_opt(icons), meta=_opt(meta),
+        )
+
+
+class TemplateDef:
+    __slots__ = ("template", "sig", "wire", "mime_type", "cache", "blocking")
+
+    def __init__(self, fn: Callable[..., Any], uri_template: str, *, name: str | None, title: str | None,
+                 description: str | None, mime_type: str | None, annotations: Any, icons: list | None,
+                 meta: dict | None, cache: CacheHints, blocking: bool) -> None:
+        self.template = UriTemplate(uri_template)
+        self.sig = Signature(fn, "resource")
+        missing = [p for p in self.sig.param_names if p not in self.template.variables]
+        if missing:
+            raise TypeError(f"resource template {uri_template!r}: handler parameters {missing} are not template variables")
+        self.mime_type = mime_type
+        self.cache = cache
+        self.blocking = blocking
+        self.wire = t.ResourceTemplate(
+            uriTemplate=uri_template, name=name or fn.__name__, title=_opt(title),
+            description=_opt(description or self.sig.description), mimeType=_opt(mime_type),
+            annotations=_opt(annotations), icons=_opt(icons), meta=_opt(meta),
+        )
+
+
+class PromptDef:
+    __slots__ = ("name", "sig", "wire", "required", "blocking")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
+                 icons: list | None, meta: dict | None, blocking: bool) -> None:
+        self.name = name or fn.__name__
+        self.sig = Signature(fn, "prompt")
+        self.blocking = blocking
+        props = self.sig.input_schema.get("properties", {})
+        required = set(self.sig.input_schema.get("required", []))
+        self.required = required
+        args = [
+            t.PromptArgument(name=p, description=_opt(props.get(p, {}).get("description")), required=p in required)
+            for p in self.sig.param_names
+        ]
+        self.wire = t.Prompt(
+            name=self.name, title=_opt(title), description=_opt(description or self.sig.description),
+            arguments=args or UNSET, icons=_opt(icons), meta=_opt(meta),
+        )
+
+    def to_result(self, value: Any) -> t.GetPromptResult:
+        if isinstance(value, t.GetPromptResult):
+            return value
+        items = value if isinstance(value, (list, tuple)) else [value]
+        messages = []
+        for item in items:
+            if isinstance(item, t.PromptMessage):
+                messages.append(item)
+            elif isinstance(item, str):
+                messages.append(t.PromptMessage(role="user", content=t.TextContent(text=item)))
+            elif isinstance(item, _CONTENT):
+                messages.append(t.PromptMessage(role="user", content=item))
+            else:
+                messages.append(msgspec.convert(item, t.PromptMessage))
+        return t.GetPromptResult(messages=messages, description=self.wire.description)
+
+
+def user(content: str | Any) -> t.PromptMessage:
+    """A user-role prompt message."""
+    return t.PromptMessage(role="user", content=t.TextContent(text=content) if isinstance(content, str) else content)
+
+
+def assistant(content: str | Any) -> t.PromptMessage:
+    """An assistant-role prompt message."""
+    return t.PromptMessage(role="assistant", content=t.TextContent(text=content) if isinstance(content, str) else content)
+
+
+def not_found(uri: str) -> errors.MCPError:
+    return errors.invalid_params(f"Resource not found: {uri}", {"uri": uri})

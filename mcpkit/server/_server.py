@@ -1,0 +1,473 @@
+"""The Server: registrations in, wire results out. Transports feed it decoded requests."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import sys
+from typing import Any, Awaitable, Callable, Literal, NamedTuple
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import codec, errors, inbound, versions
+from ..protocol import meta as M
+from ..protocol import types as t
+from ._context import Context, Emit
+from ._pagination import page
+from ._primitives import (
+    CacheHints, PromptDef, ResourceDef, TemplateDef, ToolDef, ToolError, not_found, resource_contents,
+)
+from ._uritemplate import UriTemplate
+
+log = logging.getLogger("mcpkit.server")
+
+CacheScope = Literal["public", "private"]
+CompletionHandler = Callable[..., Any]
+
+
+class Reply(NamedTuple):
+    """An encoded response, and its error code (None for a result) so HTTP can pick a status."""
+
+    body: bytes
+    error_code: int | None
+
+
+class Server:
+    """An MCP server: declare tools, resources and prompts, then run it on a transport.
+
+    One ``Server`` serves every request on its own: each carries its version and client
+    capabilities in ``params._meta`` (2026-07-28), so nothing is kept between requests.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[t.Icon] | None = None,
+        instructions: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: CacheScope = "private",
+        page_size: int | None = 100,
+        logging: bool = True,
+        include_server_info: bool = True,
+        supported_versions: tuple[str, ...] = versions.MODERN_VERSIONS,
+    ) -> None:
+        if ttl_ms < 0:
+            raise ValueError("ttl_ms must be >= 0")
+        if cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        unknown = [v for v in supported_versions if not versions.is_modern(v)]
+        if unknown or not supported_versions:
+            raise ValueError(f"supported_versions must be modern protocol versions; got {list(supported_versions)}")
+        self.name = name
+        self.version = version
+        self.info = t.Implementation(
+            name=name, version=version, title=title or UNSET, description=description or UNSET,
+            websiteUrl=website_url or UNSET, icons=icons or UNSET,
+        )
+        self.instructions = instructions
+        self.ttl_ms = ttl_ms
+        self.cache_scope: CacheScope = cache_scope
+        self.page_size = page_size
+        self.logging = logging
+        self.supported_versions = tuple(supported_versions)
+        self._result_meta: dict[str, Any] | Any = {M.SERVER_INFO: msgspec.to_builtins(self.info)} if include_server_info else UNSET
+        self._tools: dict[str, ToolDef] = {}
+        self._resources: dict[str, ResourceDef] = {}
+        self._templates: dict[str, TemplateDef] = {}
+        self._prompts: dict[str, PromptDef] = {}
+        self._completions: dict[tuple[str, str], CompletionHandler] = {}
+        self._capability_names: frozenset[str] = frozenset()
+        self._caps: t.ServerCapabilities = t.ServerCapabilities()
+        self._refresh_capabilities()
+        self._handlers: dict[str, Callable[[Context, Any], Awaitable[Any]]] = {
+            "server/discover": self._discover,
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+        }
+
+    # ================================================================ registration
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | dict | None = None,
+        icons: list | None = None,
+        meta: dict | None = None,
+        blocking: bool = False,
+        structured_output: bool | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a function as a tool. Its type hints become the ``inputSchema``.
+
+        ``blocking=True`` runs a sync function in a worker thread instead of on the event loop.
+        """
+        if callable(name):  # used bare: @server.tool
+            return self.tool()(name)
+
+        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(ToolDef(fn, name=name, title=title, description=description, annotations=annotations,
+                                  icons=icons, meta=meta, blocking=blocking, structured_output=structured_output))
+            return fn
+
+        return deco
+
+    def add_tool(self, tool: ToolDef) -> None:
+        from ..protocol import headers
+
+        try:
+            tool.header_map = headers.header_annotations(tool.wire.inputSchema) or None
+        except headers.InvalidHeaderAnnotation as exc:
+            raise ValueError(f"tool {tool.name!r}: invalid x-mcp-header annotation: {exc}") from None
+        self._tools[tool.name] = tool
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        if self._tools.pop(name, None) is not None:
+            self._changed("tools")
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: Any = None,
+        icons: list | None = None,
+        meta: dict | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: CacheScope | None = None,
+        blocking: bool = False,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a resource at ``uri``, or a resource template when ``uri`` has ``{vars}``."""
+        cache = CacheHints(ttl_ms, cache_scope)
+
+        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if UriTemplate.is_template(uri):
+                self._templates[uri] = TemplateDef(fn, uri, name=name, title=title, description=description,
+                                                   mime_type=mime_type, annotations=annotations, icons=icons,
+                                                   meta=meta, cache=cache, blocking=blocking)
+            else:
+                self._resources[uri] = ResourceDef(fn, uri, name=name, title=title, description=description,
+                                                   mime_type=mime_type, size=size, annotations=annotations,
+                                                   icons=icons, meta=meta, cache=cache, blocking=blocking)
+            self._changed("resources")
+            return fn
+
+        return deco
+
+    def remove_resource(self, uri: str) -> None:
+        if self._resources.pop(uri, None) is not None or self._templates.pop(uri, None) is not None:
+            self._changed("resources")
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list | None = None,
+        meta: dict | None = None,
+        blocking: bool = False,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a prompt; its (string) parameters become the prompt's arguments."""
+        if callable(name):
+            return self.prompt()(name)
+
+        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+            p = PromptDef(fn, name=name, title=title, description=description, icons=icons, meta=meta, blocking=blocking)
+            self._prompts[p.name] = p
+            self._changed("prompts")
+            return fn
+
+        return deco
+
+    def remove_prompt(self, name: str) -> None:
+        if self._prompts.pop(name, None) is not None:
+            self._changed("prompts")
+
+    def completion(self, *, prompt: str | None = None, resource: str | None = None,
+                   argument: str | None = None) -> Callable[[CompletionHandler], CompletionHandler]:
+        """Register argument completion for a prompt or a resource template.
+
+        The handler is called as ``fn(argument, value, context)`` (sync or async) where
+        ``context`` holds already-resolved arguments, and returns a list of strings.
+        Leave ``argument`` out to complete every argument of that reference.
+        """
+        if (prompt is None) == (resource is None):
+            raise TypeError("completion() takes exactly one of prompt= or resource=")
+        ref = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource)
+
+        def deco(fn: CompletionHandler) -> CompletionHandler:
+            key = (ref[0], ref[1] if argument is None else f"{ref[1]}\x00{argument}")
+            self._completions[key] = fn
+            self._refresh_capabilities()
+            return fn
+
+        return deco
+
+    def _changed(self, kind: str) -> None:
+        self._refresh_capabilities()
+
+    def _refresh_capabilities(self) -> None:
+        caps = t.ServerCapabilities()
+        names = set()
+        if self._tools:
+            caps.tools = t.ListChangedCapability()
+            names.add("tools")
+        if self._resources or self._templates:
+            caps.resources = t.ResourcesCapability()
+            names.add("resources")
+        if self._prompts:
+            caps.prompts = t.ListChangedCapability()
+            names.add("prompts")
+        if self._completions:
+            caps.completions = {}
+            names.add("completions")
+        if self.logging:
+            caps.logging = {}
+        self._caps = caps
+        self._capability_names = frozenset(names)
+
+    @property
+    def capabilities(self) -> t.ServerCapabilities:
+        return self._caps
+
+    # ================================================================ running
+    def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
+        """Serve forever (until stdin closes, for stdio)."""
+        if transport == "stdio":
+            from ..transports.stdio import run_stdio_server
+
+            run_stdio_server(self, **kwargs)
+        elif transport == "http":
+            from ..transports.http import run_http_server
+
+            run_http_server(self, **kwargs)
+        else:
+            raise ValueError(f"unknown transport {transport!r}")
+
+    def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
+        """This server as an ASGI application serving Streamable HTTP at ``path``."""
+        from ..transports.http import HttpApp
+
+        return HttpApp(self, path=path, **kwargs)
+
+    # ================================================================ dispatch
+    async def handle(self, req: codec.Request, emit: Emit | None = None) -> Reply:
+        """Answer one decoded request. Never raises except for cancellation."""
+        try:
+            result = await self._dispatch(req, emit)
+        except errors.MCPError as exc:
+            return Reply(codec.encode_error(req.id, exc), exc.code)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("internal error while handling %s", req.method)
+            exc = errors.internal_error(f"Internal error while handling {req.method}")
+            return Reply(codec.encode_error(req.id, exc), exc.code)
+        return Reply(codec.encode_result(req.id, result), None)
+
+    def check(self, req: codec.Request) -> inbound.Checked:
+        """Run the inbound ladder for ``req`` (raises MCPError)."""
+        if req.method == "initialize":
+            raise self._initialize_refusal(req)
+        return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
+
+    async def _dispatch(self, req: codec.Request, emit: Emit | None, checked: inbound.Checked | None = None) -> Any:
+        if checked is None:
+            checked = self.check(req)
+        ctx = Context(self, req.id, req.method, checked.params.meta, checked.meta, emit)
+        result = await self._handlers[req.method](ctx, checked.params)
+        result.meta = self._result_meta
+        return result
+
+    def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
+        params = codec.params_dict(req.params) or {}
+        requested = params.get("protocolVersion") if isinstance(params, dict) else None
+        exc = errors.unsupported_version(str(requested or "unknown"), self.supported_versions)
+        exc.message = (
+            f"This server speaks only stateless MCP ({', '.join(self.supported_versions)}): "
+            "there is no initialize handshake; send server/discover with params._meta"
+        )
+        return exc
+
+    async def _invoke(self, fn: Callable[..., Any], blocking: bool, kwargs: dict[str, Any]) -> Any:
+        if inspect.iscoroutinefunction(fn):
+            return await fn(**kwargs)
+        if blocking:
+            return await asyncio.to_thread(fn, **kwargs)
+        value = fn(**kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    # ---------------------------------------------------------------- handlers
+    async def _discover(self, ctx: Context, params: t.RequestParams) -> t.DiscoverResult:
+        return t.DiscoverResult(
+            supportedVersions=list(self.supported_versions),
+            capabilities=self._caps,
+            instructions=self.instructions if self.instructions is not None else UNSET,
+            ttlMs=self.ttl_ms,
+            cacheScope=self.cache_scope,
+        )
+
+    def _list_hints(self, defs: list[Any]) -> tuple[int, CacheScope]:
+        """A list is as fresh as its stalest entry, and private if any entry is."""
+        ttl, scope = self.ttl_ms, self.cache_scope
+        for d in defs:
+            cache = getattr(d, "cache", None)
+            if cache is not None:
+                if cache.ttl_ms is not None:
+                    ttl = min(ttl, cache.ttl_ms)
+                if cache.cache_scope == "private":
+                    scope = "private"
+        return ttl, scope
+
+    def _page(self, defs: list[Any], params: t.PaginatedParams) -> tuple[list[Any], Any, int, CacheScope]:
+        cursor = params.cursor if params.cursor is not UNSET else None
+        items, nxt = page(defs, cursor, self.page_size)
+        ttl, scope = self._list_hints(defs)
+        return items, (nxt if nxt is not None else UNSET), ttl, scope
+
+    async def _list_tools(self, ctx: Context, params: t.PaginatedParams) -> t.ListToolsResult:
+        items, nxt, ttl, scope = self._page(list(self._tools.values()), params)
+        return t.ListToolsResult(tools=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    async def _list_resources(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourcesResult:
+        items, nxt, ttl, scope = self._page(list(self._resources.values()), params)
+        return t.ListResourcesResult(resources=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    async def _list_templates(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourceTemplatesResult:
+        items, nxt, ttl, scope = self._page(list(self._templates.values()), params)
+        return t.ListResourceTemplatesResult(resourceTemplates=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    async def _list_prompts(self, ctx: Context, params: t.PaginatedParams) -> t.ListPromptsResult:
+        items, nxt, ttl, scope = self._page(list(self._prompts.values()), params)
+        return t.ListPromptsResult(prompts=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    async def _call_tool(self, ctx: Context, params: t.CallToolParams) -> Any:
+        tool = self._tools.get(params.name)
+        if tool is None:
+            raise errors.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
+        self._take_input(ctx, params)
+        args = params.arguments if params.arguments is not UNSET else None
+        try:
+            kwargs = tool.sig.bind(args)
+        except msgspec.ValidationError as exc:
+            return t.CallToolResult(content=[t.TextContent(text=f"Invalid arguments for tool {tool.name}: {exc}")], isError=True)
+        if tool.sig.ctx_name:
+            kwargs[tool.sig.ctx_name] = ctx
+        try:
+            value = await self._invoke(tool.sig.fn, tool.blocking, kwargs)
+        except (errors.MCPError, asyncio.CancelledError):
+            raise
+        except ToolError as exc:
+            return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
+        except Exception as exc:
+            log.exception("tool %s raised", tool.name)
+            return t.CallToolResult(content=[t.TextContent(text=f"Error executing tool {tool.name}: {exc}")], isError=True)
+        return tool.to_result(value)
+
+    def _take_input(self, ctx: Context, params: t.InputResponseParams) -> None:
+        if params.inputResponses is not UNSET:
+            ctx.input_responses = params.inputResponses
+        if params.requestState is not UNSET:
+            ctx.request_state = params.requestState
+
+    async def _read_resource(self, ctx: Context, params: t.ReadResourceParams) -> Any:
+        uri = params.uri
+        self._take_input(ctx, params)
+        res = self._resources.get(uri)
+        kwargs: dict[str, Any]
+        if res is not None:
+            fn_def: Any = res
+            kwargs = {}
+            mime = res.mime_type
+        else:
+            for tmpl in self._templates.values():
+                vars_ = tmpl.template.match(uri)
+                if vars_ is not None:
+                    fn_def = tmpl
+                    try:
+                        args = msgspec.convert({k: v for k, v in vars_.items() if k in tmpl.sig.param_names},
+                                               tmpl.sig.args_type, strict=False)
+                    except msgspec.ValidationError:
+                        continue  # variables of the wrong type: this template does not name it
+                    kwargs = {n: getattr(args, n) for n in tmpl.sig.param_names}
+                    mime = tmpl.mime_type
+                    break
+            else:
+                raise not_found(uri)
+        if fn_def.sig.ctx_name:
+            kwargs[fn_def.sig.ctx_name] = ctx
+        try:
+            value = await self._invoke(fn_def.sig.fn, fn_def.blocking, kwargs)
+        except LookupError as exc:  # KeyError/IndexError from a template handler: no such resource
+            log.debug("resource %s not found: %r", uri, exc)
+            raise not_found(uri) from None
+        if isinstance(value, t.ReadResourceResult):
+            return value
+        values = value if isinstance(value, list) and value and all(isinstance(v, t.ResourceContents) for v in value) else [value]
+        contents = [resource_contents(uri, v, mime) for v in values]
+        ttl = fn_def.cache.ttl_ms if fn_def.cache.ttl_ms is not None else self.ttl_ms
+        scope = fn_def.cache.cache_scope or self.cache_scope
+        return t.ReadResourceResult(contents=contents, ttlMs=ttl, cacheScope=scope)
+
+    async def _get_prompt(self, ctx: Context, params: t.GetPromptParams) -> Any:
+        prompt = self._prompts.get(params.name)
+        if prompt is None:
+            raise errors.invalid_params(f"Unknown prompt: {params.name}", {"name": params.name})
+        self._take_input(ctx, params)
+        args = params.arguments if params.arguments not in (UNSET, None) else {}
+        missing = sorted(prompt.required - set(args))
+        if missing:
+            raise errors.invalid_params(f"Missing required arguments for prompt {prompt.name}: {', '.join(missing)}")
+        try:
+            kwargs = prompt.sig.bind({k: v for k, v in args.items() if k in prompt.sig.param_names})
+        except msgspec.ValidationError as exc:
+            raise errors.invalid_params(f"Invalid arguments for prompt {prompt.name}: {exc}") from None
+        if prompt.sig.ctx_name:
+            kwargs[prompt.sig.ctx_name] = ctx
+        value = await self._invoke(prompt.sig.fn, prompt.blocking, kwargs)
+        return prompt.to_result(value)
+
+    async def _complete(self, ctx: Context, params: t.CompleteParams) -> t.CompleteResult:
+        ref = params.ref
+        if isinstance(ref, t.PromptReference):
+            kind, key = "ref/prompt", ref.name
+            if key not in self._prompts:
+                raise errors.invalid_params(f"Unknown prompt: {key}", {"name": key})
+        else:
+            kind, key = "ref/resource", ref.uri
+            if key not in self._templates and key not in self._resources:
+                raise errors.invalid_params(f"Unknown resource template: {key}", {"uri": key})
+        arg = params.argument
+        fn = self._completions.get((kind, f"{key}\x00{arg.name}")) or self._completions.get((kind, key))
+        values: list[str] = []
+        if fn is not None:
+            context = {}
+            if params.context is not UNSET and params.context.arguments is not UNSET:
+                context = params.context.arguments
+            got = fn(arg.name, arg.value, context)
+            if inspect.isawaitable(got):
+                got = await got
+            values = [str(v) for v in (got or [])]
+        total = len(values)
+        return t.CompleteResult(completion=t.Completion(values=values[:100], total=total, hasMore=total > 100))

@@ -1,0 +1,218 @@
+"""Turn a handler's signature into a validated-argument type and JSON Schemas.
+
+Arguments are validated by a msgspec Struct built from the type hints, and the same
+Struct yields the published ``inputSchema`` (JSON Schema 2020-12), so the schema and
+the validation can never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import typing
+from typing import Annotated, Any, Callable, get_args, get_origin
+
+import msgspec
+
+from ..protocol import types as t
+
+
+class Header:
+    """Mark a tool parameter to be mirrored into an ``Mcp-Param-<name>`` HTTP header.
+
+    Use as ``region: Annotated[str, Header("Region")]``.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Header({self.name!r})"
+
+
+_CONTENT_TYPES = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+
+
+def _is_context(ann: Any) -> bool:
+    from ._context import Context
+
+    return isinstance(ann, type) and issubclass(ann, Context)
+
+
+def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """The description (text before any Args section) and per-parameter descriptions."""
+    if not doc:
+        return None, {}
+    doc = inspect.cleandoc(doc)
+    params: dict[str, str] = {}
+    m = re.search(r"^(Args|Arguments|Parameters):\s*$", doc, re.M)
+    body = doc
+    if m:
+        body = doc[: m.start()].strip()
+        current = None
+        for line in doc[m.end():].splitlines():
+            if line and not line[0].isspace() and line.rstrip().endswith(":"):
+                break  # next section (Returns:, Raises:)
+            pm = re.match(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line)
+            if pm:
+                current = pm.group(1)
+                params[current] = pm.group(2).strip()
+            elif current and line.strip():
+                params[current] += " " + line.strip()
+    # Sphinx style ":param x: text"
+    for pm in re.finditer(r"^:param\s+(?:\w+\s+)?(\w+):\s*(.*)$", doc, re.M):
+        params[pm.group(1)] = pm.group(2).strip()
+    body = re.split(r"^:(param|returns?|raises?)\b", body, flags=re.M)[0].strip()
+    return (body or None), params
+
+
+def _normalize(ann: Any, description: str | None) -> Any:
+    """Rewrite ``Annotated`` extras into msgspec.Meta: plain strings become descriptions."""
+    extras: list[Any] = []
+    if get_origin(ann) is Annotated:
+        base, *meta = get_args(ann)
+        for m in meta:
+            if isinstance(m, str):
+                description = description or m
+            elif isinstance(m, Header):
+                extras.append(msgspec.Meta(extra_json_schema={"x-mcp-header": m.name}))
+            elif isinstance(m, msgspec.Meta):
+                extras.append(m)
+            else:
+                desc = getattr(m, "description", None)  # pydantic Field and friends
+                if isinstance(desc, str):
+                    description = description or desc
+        ann = base
+    if description:
+        extras.insert(0, msgspec.Meta(description=description))
+    if extras:
+        return Annotated[(ann, *extras)]
+    return ann
+
+
+def _inline_root(schema: dict[str, Any]) -> dict[str, Any]:
+    """msgspec puts the root struct in $defs behind a $ref; publish it inline."""
+    defs = schema.get("$defs", {})
+    ref = schema.get("$ref")
+    if ref and ref.startswith("#/$defs/"):
+        name = ref[len("#/$defs/"):]
+        root = dict(defs.pop(name))
+        root.pop("title", None)
+        # Nested definitions may still point at the root (recursion): keep them resolvable.
+        if any(f'"#/$defs/{name}"' in msgspec.json.encode(d).decode() for d in defs.values()):
+            defs[name] = dict(root)
+        if defs:
+            root["$defs"] = defs
+        return root
+    return schema
+
+
+class Signature:
+    """What a handler needs: how to validate arguments, call, and describe itself."""
+
+    __slots__ = ("fn", "is_async", "args_type", "param_names", "ctx_name", "input_schema", "description", "param_docs", "fields")
+
+    def __init__(self, fn: Callable[..., Any], kind: str) -> None:
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.description, self.param_docs = parse_docstring(fn.__doc__)
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception as exc:  # unresolvable forward reference
+            raise TypeError(f"cannot resolve the type hints of {fn.__qualname__}: {exc}") from exc
+        self.ctx_name: str | None = None
+        fields: list[tuple] = []
+        for name, p in inspect.signature(fn).parameters.items():
+            ann = hints.get(name, Any)
+            if _is_context(ann):
+                self.ctx_name = name
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"{fn.__qualname__}: *args and **kwargs cannot be described to a client")
+            if p.kind is p.POSITIONAL_ONLY:
+                raise TypeError(f"{fn.__qualname__}: positional-only parameters are not supported")
+            ann = _normalize(ann, self.param_docs.get(name))
+            if p.default is p.empty:
+                fields.append((name, ann))
+            else:
+                fields.append((name, ann, p.default))
+        self.fields = fields
+        self.param_names = tuple(f[0] for f in fields)
+        self.args_type = msgspec.defstruct(
+            f"{_camel(fn.__name__)}Arguments", fields, kw_only=True, module=fn.__module__
+        )
+        schema = _inline_root(msgspec.json.schema(self.args_type))
+        if not fields and kind == "tool":
+            schema = {"type": "object", "additionalProperties": False}
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        if not schema.get("required", True):
+            del schema["required"]
+        self.input_schema = schema
+
+    def bind(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Validate and convert ``arguments``; raises msgspec.ValidationError."""
+        args = msgspec.convert(arguments or {}, self.args_type)
+        return {n: getattr(args, n) for n in self.param_names}
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_")) or "Handler"
+
+
+# ------------------------------------------------------------------ return values
+class Output:
+    """How a tool's return value becomes a CallToolResult."""
+
+    __slots__ = ("schema", "wrap", "structured")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.schema: dict[str, Any] | None = None
+        self.wrap = False
+        self.structured = False
+        try:
+            ret = typing.get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
+        except Exception:
+            ret = inspect.Signature.empty
+        if get_origin(ret) is Annotated:
+            ret = get_args(ret)[0]
+        if ret is inspect.Signature.empty or ret is Any or ret is None or ret is type(None):
+            return
+        if ret is str or _is_content_type(ret):
+            return
+        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):
+            return
+        try:
+            schema = _inline_root(msgspec.json.schema(ret))
+        except (TypeError, msgspec.EncodeError, ValueError):
+            return  # not describable (e.g. an arbitrary class): fall back to unstructured output
+        self.structured = True
+        if schema.get("type") == "object":
+            self.schema = schema
+        else:
+            # Structured content must be an object for 2025-11-25 clients; wrap scalars and lists.
+            self.wrap = True
+            wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+            if "$defs" in schema:
+                wrapped["$defs"] = schema.pop("$defs")
+            self.schema = wrapped
+
+
+def _is_content_type(tp: Any) -> bool:
+    if tp in _CONTENT_TYPES or tp is t.CallToolResult:
+        return True
+    origin = get_origin(tp)
+    if origin in (list, typing.Union) or str(origin) == "types.UnionType":
+        return all(_is_content_type(a) or a is str for a in get_args(tp))
+    import types as _types
+
+    if isinstance(tp, _types.UnionType):
+        return all(_is_content_type(a) or a is str for a in get_args(tp))
+    return False
+
+
+def is_dataclass_instance(v: Any) -> bool:
+    return dataclasses.is_dataclass(v) and not isinstance(v, type)

@@ -1,0 +1,1 @@
+"""Transports: thin adapters between bytes on a wire and the protocol core."""

@@ -1,0 +1,236 @@
+"""stdio: one JSON-RPC message per line on stdin/stdout, for both ends.
+
+Server side: requests run concurrently, ``notifications/cancelled`` cancels a handler
+(and suppresses its reply), every garbage line gets an error, EOF on stdin ends the
+process once in-flight requests are answered. Client side: spawn a command and speak
+over its pipes, shutting down as the spec says (close stdin, wait, SIGTERM, SIGKILL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from ..protocol import codec, errors
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+log = logging.getLogger("mcpkit.stdio")
+
+#: Lines longer than this are refused (the rest of the line is skipped) rather than buffered.
+MAX_LINE = 16 * 1024 * 1024
+
+
+# ====================================================================== server
+class _Out:
+    """Writes whole lines to the MCP output fd; a line is never interleaved with another."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, data: bytes) -> None:
+        buf = memoryview(data + b"\n")
+        while buf:
+            try:
+                n = os.write(self.fd, buf)
+            except BlockingIOError:  # a non-blocking pipe that is full: wait for the reader
+                import select
+
+                select.select([], [self.fd], [])
+                continue
+            buf = buf[n:]
+
+
+class StdioServerSession:
+    """Serves one stream of lines; independent of where the lines come from."""
+
+    def __init__(self, server: "Server", write: Callable[[bytes], None]) -> None:
+        self.server = server
+        self.write = write
+        self.inflight: dict[Any, asyncio.Task] = {}
+
+    def feed(self, line: bytes) -> None:
+        """Handle one inbound line (without its newline)."""
+        if not line.strip():
+            return
+        try:
+            msg = codec.decode(line)
+        except codec.InvalidMessage as exc:
+            self.write(codec.encode_error(exc.id, exc.error))
+            return
+        if type(msg) is codec.Request:
+            if msg.id in self.inflight:
+                # Ids must be unique among in-flight requests; answering would be ambiguous.
+                self.write(codec.encode_error(msg.id, errors.invalid_request(f"id {msg.id!r} is already in flight")))
+                return
+            task = asyncio.get_running_loop().create_task(self._serve(msg))
+            self.inflight[msg.id] = task
+        elif type(msg) is codec.Notification:
+            if msg.method == "notifications/cancelled":
+                self._cancel(msg.params)
+            # Other client notifications carry nothing a stateless server must act on.
+        else:
+            log.warning("ignoring a JSON-RPC response from the client (servers send no requests)")
+
+    def _cancel(self, raw: Any) -> None:
+        params = codec.params_dict(raw) if raw is not None else None
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        task = self.inflight.get(rid) if rid is not None and not isinstance(rid, (dict, list)) else None
+        if task is not None:
+            task.cancel()  # malformed or unknown cancellations are ignored silently, as the spec asks
+
+    async def _serve(self, req: codec.Request) -> None:
+        write = self.write
+        encode = codec.encode_notification
+
+        async def emit(method: str, params: dict) -> None:
+            write(encode(method, params))
+
+        try:
+            reply = await self.server.handle(req, emit)
+        except asyncio.CancelledError:
+            return  # cancelled: nothing more is sent for this id
+        finally:
+            self.inflight.pop(req.id, None)
+        write(reply.body)
+
+    async def drain(self, timeout: float | None) -> None:
+        pending = list(self.inflight.values())
+        if not pending:
+            return
+        done, not_done = await asyncio.wait(pending, timeout=timeout)
+        for task in not_done:
+            task.cancel()
+
+
+async def serve_stdio(server: "Server", *, drain_timeout: float = 10.0, in_fd: int | None = None, out_fd: int | None = None) -> None:
+    """Serve MCP on stdin/stdout until stdin reaches EOF."""
+    loop = asyncio.get_running_loop()
+    in_fd = sys.stdin.fileno() if in_fd is None else in_fd
+    out_fd = _claim_stdout() if out_fd is None else out_fd
+    session = StdioServerSession(server, _Out(out_fd).write)
+    reader = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
+    pipe = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+    try:
+        while True:
+            try:
+                line = await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    session.feed(exc.partial)  # a last line without its newline still counts
+                break
+            except asyncio.LimitOverrunError:
+                await _skip_line(reader)
+                session.write(codec.encode_error(None, errors.invalid_request(f"message longer than {MAX_LINE} bytes")))
+                continue
+            session.feed(line)
+        await session.drain(drain_timeout)
+    finally:
+        transport.close()
+
+
+async def _skip_line(reader: asyncio.StreamReader) -> None:
+    while True:
+        try:
+            await reader.readuntil(b"\n")
+            return
+        except asyncio.LimitOverrunError as exc:
+            await reader.readexactly(exc.consumed)
+        except asyncio.IncompleteReadError:
+            return
+
+
+def _claim_stdout() -> int:
+    """Keep the real stdout for MCP and point fd 1 (and sys.stdout) at stderr.
+
+    A stray ``print()`` in a handler, or a C library writing to fd 1, would otherwise
+    corrupt the message stream.
+    """
+    sys.stdout.flush()
+    mcp_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return mcp_fd
+
+
+def run_stdio_server(server: "Server", **kwargs: Any) -> None:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve_stdio(server, **kwargs))
+    except KeyboardInterrupt:
+        pass
+
+
+# ====================================================================== client
+class StdioProcess:
+    """A server subprocess and its pipes, as the client's line transport."""
+
+    def __init__(self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None,
+                 cwd: str | None = None, stderr: Any = None) -> None:
+        self.command = command
+        self.args = list(args or [])
+        self.env = env
+        self.cwd = cwd
+        self.stderr = stderr
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        env = None
+        if self.env is not None:
+            env = {**os.environ, **self.env}
+        self.proc = await asyncio.create_subprocess_exec(
+            self.command, *self.args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=self.stderr, env=env, cwd=self.cwd, limit=MAX_LINE,
+        )
+
+    async def send(self, data: bytes) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(data + b"\n")
+        await self.proc.stdin.drain()
+
+    async def receive(self) -> bytes | None:
+        """The next line, or None at EOF."""
+        assert self.proc is not None and self.proc.stdout is not None
+        try:
+            line = await self.proc.stdout.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial or None
+        except asyncio.LimitOverrunError:
+            await _skip_line(self.proc.stdout)
+            log.warning("skipped a line longer than %d bytes from the server", MAX_LINE)
+            return b""
+        return line
+
+    async def close(self, grace: float = 2.0) -> int | None:
+        """Close stdin, wait; then SIGTERM, wait; then SIGKILL."""
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+        for step in (None, "terminate", "kill"):
+            if step == "terminate":
+                _signal(proc, proc.terminate)
+            elif step == "kill":
+                _signal(proc, proc.kill)
+            try:
+                return await asyncio.wait_for(proc.wait(), grace)
+            except asyncio.TimeoutError:
+                continue
+        return proc.returncode
+
+
+def _signal(proc: asyncio.subprocess.Process, fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except ProcessLookupError:
+        pass
