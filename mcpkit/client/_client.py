@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import shlex
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ..server import Server
 
 R = TypeVar("R")
+log = logging.getLogger("mcpkit.client")
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 
 
@@ -144,7 +146,15 @@ class Client:
                     self.protocol_version = chosen
                     retried = True
                     continue
+            if exc.code == errors.HEADER_MISMATCH and method == "tools/call" and not retried and self._is_http():
+                # Our Mcp-Param-* headers came from a stale inputSchema: re-list, then retry once.
+                retried = True
+                await self.list_tools()
+                continue
             raise exc
+
+    def _is_http(self) -> bool:
+        return hasattr(self.transport, "tool_annotations")
 
     async def _typed(self, typ: type[R], method: str, params: dict | None = None, **kw: Any) -> R:
         result = await self.request(method, params, **kw)
@@ -175,7 +185,25 @@ class Client:
         raise ProtocolError(f"{method}: too many pages")
 
     async def list_tools(self) -> list[t.Tool]:
-        return await self._walk(t.ListToolsResult, "tools/list", "tools")
+        """All tools (every page). Over HTTP, tools whose ``x-mcp-header`` annotations are
+        invalid are left out (with a warning), since they could not be called correctly."""
+        tools = await self._walk(t.ListToolsResult, "tools/list", "tools")
+        if not self._is_http():
+            return tools
+        from ..protocol import headers as H
+
+        usable, annotations = [], {}
+        for tool in tools:
+            try:
+                ann = H.header_annotations(tool.inputSchema)
+            except H.InvalidHeaderAnnotation as exc:
+                log.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", tool.name, exc)
+                continue
+            if ann:
+                annotations[tool.name] = ann
+            usable.append(tool)
+        self.transport.tool_annotations = annotations  # type: ignore[attr-defined]
+        return usable
 
     async def list_resources(self) -> list[t.Resource]:
         return await self._walk(t.ListResourcesResult, "resources/list", "resources")

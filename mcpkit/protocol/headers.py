@@ -212,13 +212,13 @@ def _check_annotation(node: dict, loc: tuple[str, ...], path: tuple[str, ...], r
         raise InvalidHeaderAnnotation(
             f"x-mcp-header {name!r} at {where} is not an HTTP field-name token (RFC 9110 1*tchar)"
         )
-    if not path:
-        raise InvalidHeaderAnnotation(f"x-mcp-header {name!r} at {where} does not annotate a property")
     if not reachable:
         raise InvalidHeaderAnnotation(
             f"x-mcp-header {name!r} at {where} is not statically reachable from the schema root "
             "through 'properties' keys alone"
         )
+    if not path:
+        raise InvalidHeaderAnnotation(f"x-mcp-header {name!r} at {where} does not annotate a property")
     typ = node.get("type")
     if typ not in _PRIMITIVE_TYPES:  # also rejects "number", lists like ["string", "null"], and no type
         shown = "no type" if typ is None else f"type {typ!r}"

@@ -271,9 +271,24 @@ class Server:
 
     # ================================================================ dispatch
     async def handle(self, req: codec.Request, emit: Emit | None = None) -> Reply:
-        """Answer one decoded request. Never raises except for cancellation."""
+        """Check and answer one decoded request. Never raises except for cancellation."""
         try:
-            result = await self._dispatch(req, emit)
+            checked = self.check(req)
+        except errors.MCPError as exc:
+            return Reply(codec.encode_error(req.id, exc), exc.code)
+        return await self.run_checked(req, checked, emit)
+
+    def check(self, req: codec.Request) -> inbound.Checked:
+        """Run the inbound ladder for ``req`` (raises MCPError)."""
+        if req.method == "initialize":
+            raise self._initialize_refusal(req)
+        return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
+
+    async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None) -> Reply:
+        """Answer a request that passed :meth:`check`."""
+        ctx = Context(self, req.id, req.method, checked.params.meta, checked.meta, emit)
+        try:
+            result = await self._handlers[req.method](ctx, checked.params)
         except errors.MCPError as exc:
             return Reply(codec.encode_error(req.id, exc), exc.code)
         except asyncio.CancelledError:
@@ -282,21 +297,13 @@ class Server:
             log.exception("internal error while handling %s", req.method)
             exc = errors.internal_error(f"Internal error while handling {req.method}")
             return Reply(codec.encode_error(req.id, exc), exc.code)
+        result.meta = self._result_meta
         return Reply(codec.encode_result(req.id, result), None)
 
-    def check(self, req: codec.Request) -> inbound.Checked:
-        """Run the inbound ladder for ``req`` (raises MCPError)."""
-        if req.method == "initialize":
-            raise self._initialize_refusal(req)
-        return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
-
-    async def _dispatch(self, req: codec.Request, emit: Emit | None, checked: inbound.Checked | None = None) -> Any:
-        if checked is None:
-            checked = self.check(req)
-        ctx = Context(self, req.id, req.method, checked.params.meta, checked.meta, emit)
-        result = await self._handlers[req.method](ctx, checked.params)
-        result.meta = self._result_meta
-        return result
+    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None if none or unknown)."""
+        tool = self._tools.get(name)
+        return tool.header_map if tool is not None else None
 
     def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
         params = codec.params_dict(req.params) or {}

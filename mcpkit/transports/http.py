@@ -1,0 +1,373 @@
+"""Streamable HTTP (2026-07-28, stateless) as a plain ASGI application.
+
+Every JSON-RPC message is its own POST. A request is answered with ``application/json``,
+or with a ``text/event-stream`` that belongs to that request alone when the handler sends
+progress or log notifications (or runs long enough to need keep-alives). Headers that
+mirror the body are checked against it; Origin and Host are checked against an allow-list;
+bodies are size-limited; a client disconnect cancels the handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from urllib.parse import urlsplit
+
+from ..protocol import codec, errors, headers as H
+from ..protocol.types import CallToolParams
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+log = logging.getLogger("mcpkit.http")
+
+Scope = dict
+Receive = Callable[[], Awaitable[dict]]
+Send = Callable[[dict], Awaitable[None]]
+
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+# Errors found before dispatch whose HTTP status the spec fixes (others are 200).
+_PRE_DISPATCH_STATUS = {
+    errors.PARSE_ERROR: 400,
+    errors.INVALID_REQUEST: 400,
+    errors.INVALID_PARAMS: 400,  # missing or malformed _meta
+    errors.HEADER_MISMATCH: 400,
+    errors.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    errors.METHOD_NOT_FOUND: 404,
+}
+_DISPATCH_STATUS = {
+    errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    errors.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    errors.HEADER_MISMATCH: 400,
+}
+
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def _host_only(value: str) -> str:
+    """``host[:port]`` -> host (brackets kept for IPv6)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    return value.split(":", 1)[0]
+
+
+class HostPolicy:
+    """DNS-rebinding protection: which ``Host`` and ``Origin`` values are accepted.
+
+    Entries are host names (any port) or ``host:port``; ``"*"`` accepts anything. An absent
+    ``Origin`` (non-browser clients) is accepted.
+    """
+
+    def __init__(self, allowed_hosts: Iterable[str] | None, allowed_origins: Iterable[str] | None) -> None:
+        hosts = list(allowed_hosts) if allowed_hosts is not None else list(LOOPBACK_HOSTS)
+        self.any_host = "*" in hosts
+        self.hosts = {h.lower() for h in hosts}
+        if allowed_origins is None:
+            self.any_origin = False
+            self.origins: set[str] = set()
+            self.origin_hosts = {h for h in self.hosts if h != "*"}
+        else:
+            origins = list(allowed_origins)
+            self.any_origin = "*" in origins
+            self.origins = {o.lower().rstrip("/") for o in origins}
+            self.origin_hosts = set()
+
+    def host_ok(self, host: str | None) -> bool:
+        if self.any_host:
+            return True
+        if not host:
+            return False
+        host = host.strip().lower()
+        return host in self.hosts or _host_only(host) in self.hosts
+
+    def origin_ok(self, origin: str | None) -> bool:
+        if origin is None or self.any_origin:
+            return True
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.origins:
+            return True
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False
+        return parts.netloc in self.origin_hosts or _host_only(parts.netloc) in self.origin_hosts
+
+
+class HttpApp:
+    """The ASGI application behind ``Server.http_app()``."""
+
+    def __init__(
+        self,
+        server: "Server",
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        keepalive_interval: float = 15.0,
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self.policy = HostPolicy(allowed_hosts, allowed_origins)
+        self.max_body = max_body_bytes
+        self.keepalive = keepalive_interval
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await _lifespan(receive, send)
+
+    # ------------------------------------------------------------------ plumbing
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"]
+        if path != self.path and path.rstrip("/") != self.path:
+            await _plain(send, 404, b"Not Found")
+            return
+        hdrs: dict[str, str] = {}
+        for k, v in scope["headers"]:
+            # Header names arrive lower-cased (ASGI); repeated headers are joined as HTTP allows.
+            name = k.decode("latin-1")
+            value = v.decode("latin-1")
+            hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
+        if not self.policy.host_ok(hdrs.get("host")) or not self.policy.origin_ok(hdrs.get("origin")):
+            await _json(send, 403, codec.encode_error(None, errors.MCPError(
+                errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")))
+            return
+        method = scope["method"]
+        if method != "POST":
+            await self._not_post(scope, receive, send, method, hdrs)
+            return
+        body = await self._read_body(receive, send, hdrs)
+        if body is None:
+            return
+        try:
+            msg = codec.decode(body)
+        except codec.InvalidMessage as exc:
+            await _json(send, 400, codec.encode_error(exc.id, exc.error))
+            return
+        if type(msg) is codec.Request:
+            await self._request(msg, hdrs, receive, send)
+        elif type(msg) is codec.Notification:
+            # Accepted and ignored: on HTTP a closed stream is the cancel signal, and no other
+            # client notification exists in this revision.
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await _json(send, 400, codec.encode_error(None, errors.invalid_request(
+                "clients must not send JSON-RPC responses")))
+
+    async def _not_post(self, scope: Scope, receive: Receive, send: Send, method: str, hdrs: dict) -> None:
+        await send({"type": "http.response.start", "status": 405,
+                    "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": codec.encode_error(None, errors.MCPError(
+            errors.INVALID_REQUEST, f"Method Not Allowed: this endpoint accepts POST only, not {method}"))})
+
+    async def _read_body(self, receive: Receive, send: Send, hdrs: dict) -> bytes | None:
+        limit = self.max_body
+        declared = hdrs.get("content-length")
+        if declared is not None:
+            try:
+                too_big = int(declared) > limit
+            except ValueError:
+                too_big = False
+            if too_big:
+                await self._too_large(send)
+                return None
+        msg = await receive()
+        body = msg.get("body", b"")
+        if not msg.get("more_body"):
+            if len(body) > limit:
+                await self._too_large(send)
+                return None
+            return body
+        chunks = [body]
+        size = len(body)
+        while msg.get("more_body"):
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return None
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await self._too_large(send)
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _too_large(self, send: Send) -> None:
+        await _json(send, 413, codec.encode_error(None, errors.invalid_request(
+            f"the request body is larger than {self.max_body} bytes")))
+
+    # ------------------------------------------------------------------ requests
+    async def _request(self, req: codec.Request, hdrs: dict, receive: Receive, send: Send) -> None:
+        server = self.server
+        try:
+            checked = server.check(req)
+        except errors.MCPError as exc:
+            exc = self._header_error_first(req, hdrs, exc)
+            await _json(send, _PRE_DISPATCH_STATUS.get(exc.code, 200), codec.encode_error(req.id, exc))
+            return
+        p = checked.params
+        name_params: dict[str, Any] | None = None
+        annotations = None
+        if req.method == "tools/call":
+            assert isinstance(p, CallToolParams)
+            name_params = {"name": p.name, "arguments": p.arguments}
+            annotations = server.tool_header_map(p.name)
+        elif req.method == "prompts/get":
+            name_params = {"name": p.name}  # type: ignore[attr-defined]
+        elif req.method == "resources/read":
+            name_params = {"uri": p.uri}  # type: ignore[attr-defined]
+        try:
+            H.check_request_headers(hdrs, req.method, name_params, checked.meta.protocolVersion, annotations,
+                                    supported_versions=server.supported_versions)
+        except errors.MCPError as exc:
+            await _json(send, 400, codec.encode_error(req.id, exc))
+            return
+        await _Exchange(self, req, checked, hdrs, receive, send).run()
+
+    def _header_error_first(self, req: codec.Request, hdrs: dict, exc: errors.MCPError) -> errors.MCPError:
+        """A header/body disagreement outranks version and method errors (but not a missing _meta)."""
+        if exc.code not in (errors.UNSUPPORTED_PROTOCOL_VERSION, errors.METHOD_NOT_FOUND, errors.INVALID_PARAMS):
+            return exc
+        params = codec.params_dict(req.params) or {}
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+        if not isinstance(version, str):
+            return exc  # no body version: the missing _meta field is the error to report
+        try:
+            H.check_request_headers(hdrs, req.method, params, version, None,
+                                    supported_versions=self.server.supported_versions)
+        except errors.MCPError as header_exc:
+            return header_exc
+        return exc
+
+
+class _Exchange:
+    """One request's response: JSON by default, switching to SSE on the first notification."""
+
+    __slots__ = ("app", "req", "checked", "receive", "send", "sse_ok", "streaming", "done", "task")
+
+    def __init__(self, app: HttpApp, req: codec.Request, checked: Any, hdrs: dict, receive: Receive, send: Send) -> None:
+        self.app = app
+        self.req = req
+        self.checked = checked
+        self.receive = receive
+        self.send = send
+        accept = hdrs.get("accept", "")
+        self.sse_ok = "text/event-stream" in accept or "*/*" in accept or not accept
+        self.streaming = False
+        self.done = False
+        self.task: asyncio.Task | None = None
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        watcher = loop.create_task(self._watch_disconnect())
+        timer = loop.call_later(self.app.keepalive, self._keepalive_due) if self.sse_ok else None
+        try:
+            reply = await self.app.server.run_checked(self.req, self.checked, self._emit)
+        except asyncio.CancelledError:
+            if not self.done:
+                # Our own cancellation (client went away): nothing more is sent for this request.
+                log.debug("request %r cancelled by client disconnect", self.req.id)
+                return
+            raise
+        finally:
+            self.done = True
+            watcher.cancel()
+            if timer is not None:
+                timer.cancel()
+        if self.streaming:
+            await self.send({"type": "http.response.body", "body": b"event: message\ndata: " + reply.body + b"\n\n", "more_body": False})
+        else:
+            await _json(self.send, _DISPATCH_STATUS.get(reply.error_code, 200) if reply.error_code else 200, reply.body)
+
+    async def _watch_disconnect(self) -> None:
+        while True:
+            msg = await self.receive()
+            if msg["type"] == "http.disconnect":
+                if not self.done and self.task is not None:
+                    self.task.cancel()
+                return
+
+    async def _start_stream(self) -> None:
+        self.streaming = True
+        await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+
+    async def _emit(self, method: str, params: dict) -> None:
+        if not self.sse_ok or self.done:
+            return  # the client cannot take a stream: notifications are optional, the result is not
+        if not self.streaming:
+            await self._start_stream()
+        data = codec.encode_notification(method, params)
+        await self.send({"type": "http.response.body", "body": b"event: message\ndata: " + data + b"\n\n", "more_body": True})
+
+    def _keepalive_due(self) -> None:
+        if not self.done:
+            asyncio.get_running_loop().create_task(self._keepalive_loop())
+
+    async def _keepalive_loop(self) -> None:
+        try:
+            if not self.streaming:
+                await self._start_stream()
+            while not self.done:
+                await self.send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
+                await asyncio.sleep(self.app.keepalive)
+        except Exception:  # the connection is gone; the disconnect watcher cancels the handler
+            return
+
+
+async def _json(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _plain(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        msg = await receive()
+        if msg["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif msg["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def run_http_server(
+    server: "Server",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    access_log: bool = False,
+    log_level: str = "warning",
+    **app_options: Any,
+) -> None:
+    """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise)."""
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover
+        raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from exc
+    if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
+    app = HttpApp(server, path=path, **app_options)
+    uvicorn.run(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
+                server_header=False, date_header=False)
