@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..protocol import meta as M
+from ..protocol import types as t
 from ..protocol.types import RequestMeta
+from ._input import AskFn, check_capabilities, parse_answer, schema_of
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -26,7 +28,7 @@ class Context:
     stream. Nothing here outlives the request: the protocol is stateless.
     """
 
-    __slots__ = ("server", "request_id", "method", "meta", "_m", "_emit", "_last_progress", "input_responses", "request_state")
+    __slots__ = ("server", "request_id", "method", "meta", "_m", "_emit", "_last_progress", "_ask", "_counters", "state")
 
     def __init__(self, server: "Server", request_id: Any, method: str, meta: dict, m: RequestMeta, emit: Emit | None = None) -> None:
         self.server = server
@@ -37,8 +39,10 @@ class Context:
         self._m = m
         self._emit = emit or _no_emit
         self._last_progress: float | None = None
-        self.input_responses: dict[str, Any] | None = None
-        self.request_state: str | None = None
+        self._ask: AskFn | None = None  # set for methods that may ask the client for input
+        self._counters: dict[str, int] = {}
+        #: Handler data kept across MRTR rounds (sealed into requestState with the answers).
+        self.state: dict[str, Any] = {}
 
     # ------------------------------------------------------------ what the client said
     @property
@@ -109,3 +113,73 @@ class Context:
 
     async def error(self, data: Any, logger: str | None = None) -> None:
         await self.log("error", data, logger)
+
+    # ------------------------------------------------------------ asking the client for input
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Ask several questions at once: ``{key: {"method": ..., "params": ...}}`` -> typed answers.
+
+        Only ``tools/call``, ``prompts/get`` and ``resources/read`` handlers may ask. On a
+        2026-07-28 request the handler is re-run when the answers arrive, so code before
+        the question runs again: keep it idempotent, or keep results in ``ctx.state``.
+        """
+        if self._ask is None:
+            raise RuntimeError(f"{self.method} cannot ask the client for input (only tools/call, prompts/get, resources/read)")
+        check_capabilities(requests, self.client_capabilities)
+        raw = await self._ask(requests)
+        return {k: parse_answer(k, requests[k]["method"], raw[k]) for k in requests}
+
+    def _key(self, kind: str, key: str | None) -> str:
+        if key is not None:
+            return key
+        n = self._counters[kind] = self._counters.get(kind, 0) + 1
+        return f"{kind}-{n}"
+
+    async def _one(self, kind: str, key: str | None, method: str, params: dict[str, Any] | None) -> Any:
+        k = self._key(kind, key)
+        req: dict[str, Any] = {"method": method}
+        if params is not None:
+            req["params"] = params
+        return (await self.ask({k: req}))[k]
+
+    async def elicit(self, message: str, schema: Any = None, *, key: str | None = None) -> t.ElicitResult:
+        """Ask the user to fill in a form (``schema``: a JSON Schema dict, dataclass, TypedDict or Struct)."""
+        return await self._one("elicit", key, "elicitation/create",
+                               {"mode": "form", "message": message, "requestedSchema": schema_of(schema)})
+
+    async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> t.ElicitResult:
+        """Send the user to ``url`` (out-of-band interaction, e.g. an OAuth consent page)."""
+        return await self._one("elicit", key, "elicitation/create", {"mode": "url", "message": message, "url": url})
+
+    async def sample(
+        self,
+        messages: str | list[Any],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        include_context: str | None = None,
+        tools: list[Any] | None = None,
+        tool_choice: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        key: str | None = None,
+    ) -> t.CreateMessageResult:
+        """Ask the client's model for a completion (deprecated in 2026-07-28, still supported)."""
+        import msgspec
+
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens}
+        for name, value in (("systemPrompt", system_prompt), ("temperature", temperature),
+                            ("stopSequences", stop_sequences), ("modelPreferences", model_preferences),
+                            ("includeContext", include_context), ("tools", tools), ("toolChoice", tool_choice),
+                            ("metadata", metadata)):
+            if value is not None:
+                params[name] = msgspec.to_builtins(value)
+        return await self._one("sample", key, "sampling/createMessage", params)
+
+    async def list_roots(self, *, key: str | None = None) -> list[t.Root]:
+        """The client's roots (deprecated in 2026-07-28, still supported)."""
+        result: t.ListRootsResult = await self._one("roots", key, "roots/list", None)
+        return result.roots

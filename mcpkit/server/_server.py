@@ -14,7 +14,10 @@ from msgspec import UNSET
 from ..protocol import codec, errors, inbound, versions
 from ..protocol import meta as M
 from ..protocol import types as t
+from ._bus import Bus, Change, InMemoryBus
 from ._context import Context, Emit
+from ._input import InputRequired, MrtrAnswers
+from ._state import INVALID_STATE_MESSAGE, KeyRing, StateError, StateSealer, digest_arguments
 from ._pagination import page
 from ._primitives import (
     CacheHints, PromptDef, ResourceDef, TemplateDef, ToolDef, ToolError, not_found, resource_contents,
@@ -22,6 +25,9 @@ from ._primitives import (
 from ._uritemplate import UriTemplate
 
 log = logging.getLogger("mcpkit.server")
+
+#: The only methods whose handlers may answer ``input_required``.
+_MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 CacheScope = Literal["public", "private"]
 CompletionHandler = Callable[..., Any]
@@ -57,6 +63,9 @@ class Server:
         logging: bool = True,
         include_server_info: bool = True,
         supported_versions: tuple[str, ...] = versions.MODERN_VERSIONS,
+        state_keys: list[str | bytes] | KeyRing | None = None,
+        state_ttl: float = 600.0,
+        bus: Bus | None = None,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -84,6 +93,12 @@ class Server:
         self._prompts: dict[str, PromptDef] = {}
         self._completions: dict[tuple[str, str], CompletionHandler] = {}
         self._capability_names: frozenset[str] = frozenset()
+        ring = state_keys if isinstance(state_keys, KeyRing) else KeyRing(state_keys)
+        #: Seals MRTR requestState; share the keys between workers (or set MCPKIT_STATE_KEYS).
+        self.sealer = StateSealer(ring, state_ttl)
+        #: Fan-out of change notifications to subscriptions/listen streams.
+        self.bus: Bus = bus if bus is not None else InMemoryBus()
+        self._listeners: set[asyncio.Future] = set()
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
         self._refresh_capabilities()
         self._handlers: dict[str, Callable[[Context, Any], Awaitable[Any]]] = {
@@ -96,6 +111,7 @@ class Server:
             "prompts/list": self._list_prompts,
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
+            "subscriptions/listen": self._listen,
         }
 
     # ================================================================ registration
@@ -224,18 +240,45 @@ class Server:
 
     def _changed(self, kind: str) -> None:
         self._refresh_capabilities()
+        self._publish(Change(kind))  # type: ignore[arg-type]
+
+    # ---------------------------------------------------------------- change notifications
+    def notify_tools_changed(self) -> None:
+        """Tell ``subscriptions/listen`` streams that opted in that the tool list changed."""
+        self._publish(Change("tools"))
+
+    def notify_prompts_changed(self) -> None:
+        self._publish(Change("prompts"))
+
+    def notify_resources_changed(self) -> None:
+        self._publish(Change("resources"))
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell streams subscribed to ``uri`` (or to a parent of it) that it changed."""
+        self._publish(Change("resource_updated", uri))
+
+    def _publish(self, change: Change) -> None:
+        bus = getattr(self, "bus", None)
+        if bus is not None:
+            bus.publish(change)
+
+    def close_listeners(self) -> None:
+        """End every open listen stream gracefully (e.g. before shutdown)."""
+        for fut in list(self._listeners):
+            if not fut.done():
+                fut.set_result(None)
 
     def _refresh_capabilities(self) -> None:
         caps = t.ServerCapabilities()
         names = set()
         if self._tools:
-            caps.tools = t.ListChangedCapability()
+            caps.tools = t.ListChangedCapability(listChanged=True)
             names.add("tools")
         if self._resources or self._templates:
-            caps.resources = t.ResourcesCapability()
+            caps.resources = t.ResourcesCapability(subscribe=True, listChanged=True)
             names.add("resources")
         if self._prompts:
-            caps.prompts = t.ListChangedCapability()
+            caps.prompts = t.ListChangedCapability(listChanged=True)
             names.add("prompts")
         if self._completions:
             caps.completions = {}
@@ -284,21 +327,70 @@ class Server:
             raise self._initialize_refusal(req)
         return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
 
-    async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None) -> Reply:
-        """Answer a request that passed :meth:`check`."""
-        ctx = Context(self, req.id, req.method, checked.params.meta, checked.meta, emit)
+    async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None,
+                          *, principal: str | None = None) -> Reply:
+        """Answer a request that passed :meth:`check`.
+
+        ``principal`` names the authenticated caller, when the transport knows it; MRTR
+        state is bound to it.
+        """
+        method = req.method
+        params = checked.params
+        ctx = Context(self, req.id, method, params.meta, checked.meta, emit)
         try:
-            result = await self._handlers[req.method](ctx, checked.params)
+            binding = self._open_input(ctx, method, params, principal) if method in _MRTR_METHODS else None
+            try:
+                result = await self._handlers[method](ctx, params)
+            except InputRequired as ask:
+                result = self._input_required(ctx, binding, ask)  # type: ignore[arg-type]
         except errors.MCPError as exc:
             return Reply(codec.encode_error(req.id, exc), exc.code)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("internal error while handling %s", req.method)
-            exc = errors.internal_error(f"Internal error while handling {req.method}")
+            log.exception("internal error while handling %s", method)
+            exc = errors.internal_error(f"Internal error while handling {method}")
             return Reply(codec.encode_error(req.id, exc), exc.code)
-        result.meta = self._result_meta
+        if result.meta is UNSET:
+            result.meta = self._result_meta
+        elif self._result_meta is not UNSET:
+            result.meta = {**self._result_meta, **result.meta}
         return Reply(codec.encode_result(req.id, result), None)
+
+    # ---------------------------------------------------------------- MRTR
+    def _open_input(self, ctx: Context, method: str, params: Any, principal: str | None) -> tuple:
+        """Verify a retry's requestState and collect the answers the handler may use."""
+        if method == "resources/read":
+            name, args = params.uri, None
+        else:
+            name, args = params.name, (params.arguments if params.arguments not in (UNSET, None) else None)
+        binding = (method, name, digest_arguments(args), principal)
+        answers: dict[str, Any] = {}
+        asked: list[str] | None = None
+        if params.requestState is not UNSET:
+            try:
+                payload = self.sealer.open(params.requestState, method=method, name=name, digest=binding[2], principal=principal)
+            except StateError as exc:
+                log.warning("rejected requestState on %s %r: %s", method, name, exc)
+                raise errors.invalid_params(INVALID_STATE_MESSAGE) from None
+            answers.update(payload.answers)
+            ctx.state = dict(payload.state)
+            asked = payload.asked
+        if params.inputResponses is not UNSET:
+            for key, value in params.inputResponses.items():
+                # Unknown or unasked keys are ignored, as the spec asks.
+                if asked is None or key in asked:
+                    answers[key] = value
+        ctx._ask = MrtrAnswers(answers)
+        return binding
+
+    def _input_required(self, ctx: Context, binding: tuple, ask: InputRequired) -> t.InputRequiredResult:
+        method, name, digest, principal = binding
+        answers = ctx._ask.answers if isinstance(ctx._ask, MrtrAnswers) else {}
+        token = self.sealer.seal(method=method, name=name, digest=digest, principal=principal,
+                                 asked=list(ask.requests), answers=answers, state=ctx.state)
+        requests = {k: msgspec.convert(v, t.InputRequest) for k, v in ask.requests.items()}
+        return t.InputRequiredResult(inputRequests=requests, requestState=token)
 
     def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
         """The ``x-mcp-header`` annotations of tool ``name`` (None if none or unknown)."""
@@ -373,7 +465,6 @@ class Server:
         tool = self._tools.get(params.name)
         if tool is None:
             raise errors.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
-        self._take_input(ctx, params)
         args = params.arguments if params.arguments is not UNSET else None
         try:
             kwargs = tool.sig.bind(args)
@@ -383,7 +474,7 @@ class Server:
             kwargs[tool.sig.ctx_name] = ctx
         try:
             value = await self._invoke(tool.sig.fn, tool.blocking, kwargs)
-        except (errors.MCPError, asyncio.CancelledError):
+        except (errors.MCPError, asyncio.CancelledError, InputRequired):
             raise
         except ToolError as exc:
             return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
@@ -392,15 +483,8 @@ class Server:
             return t.CallToolResult(content=[t.TextContent(text=f"Error executing tool {tool.name}: {exc}")], isError=True)
         return tool.to_result(value)
 
-    def _take_input(self, ctx: Context, params: t.InputResponseParams) -> None:
-        if params.inputResponses is not UNSET:
-            ctx.input_responses = params.inputResponses
-        if params.requestState is not UNSET:
-            ctx.request_state = params.requestState
-
     async def _read_resource(self, ctx: Context, params: t.ReadResourceParams) -> Any:
         uri = params.uri
-        self._take_input(ctx, params)
         res = self._resources.get(uri)
         kwargs: dict[str, Any]
         if res is not None:
@@ -441,7 +525,6 @@ class Server:
         prompt = self._prompts.get(params.name)
         if prompt is None:
             raise errors.invalid_params(f"Unknown prompt: {params.name}", {"name": params.name})
-        self._take_input(ctx, params)
         args = params.arguments if params.arguments not in (UNSET, None) else {}
         missing = sorted(prompt.required - set(args))
         if missing:
@@ -478,3 +561,54 @@ class Server:
             values = [str(v) for v in (got or [])]
         total = len(values)
         return t.CompleteResult(completion=t.Completion(values=values[:100], total=total, hasMore=total > 100))
+
+    # ---------------------------------------------------------------- subscriptions/listen
+    def acknowledged_filter(self, wanted: t.SubscriptionFilter) -> t.SubscriptionFilter:
+        """The part of ``wanted`` this server honours (what it has, and can notify about)."""
+        ack = t.SubscriptionFilter()
+        if wanted.toolsListChanged is True and "tools" in self._capability_names:
+            ack.toolsListChanged = True
+        if wanted.promptsListChanged is True and "prompts" in self._capability_names:
+            ack.promptsListChanged = True
+        if wanted.resourcesListChanged is True and "resources" in self._capability_names:
+            ack.resourcesListChanged = True
+        if wanted.resourceSubscriptions is not UNSET and "resources" in self._capability_names:
+            ack.resourceSubscriptions = list(dict.fromkeys(wanted.resourceSubscriptions))
+        return ack
+
+    async def _listen(self, ctx: Context, params: t.ListenParams) -> t.SubscriptionsListenResult:
+        sid = ctx.request_id
+        tag = {M.SUBSCRIPTION_ID: sid}
+        ack = self.acknowledged_filter(params.notifications)
+        wanted_uris = ack.resourceSubscriptions if ack.resourceSubscriptions is not UNSET else ()
+        sub = self.bus.subscribe()  # before the acknowledgement, so no change slips between
+        closing = asyncio.get_running_loop().create_future()
+        self._listeners.add(closing)
+        try:
+            await ctx._emit("notifications/subscriptions/acknowledged",
+                            {"notifications": msgspec.to_builtins(ack), "_meta": tag})
+            pump = asyncio.ensure_future(self._pump(ctx, sub, ack, wanted_uris, tag))
+            try:
+                await asyncio.wait({pump, closing}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                pump.cancel()
+        finally:
+            sub.close()
+            self._listeners.discard(closing)
+        # Ended by the server (shutdown, or the bus dropped us): close gracefully.
+        return t.SubscriptionsListenResult(meta=tag)
+
+    async def _pump(self, ctx: Context, sub: Any, ack: t.SubscriptionFilter, uris: Any, tag: dict) -> None:
+        emit = ctx._emit
+        async for change in sub:
+            kind = change.kind
+            if kind == "resource_updated":
+                uri = change.uri or ""
+                if any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in uris):
+                    await emit("notifications/resources/updated", {"uri": uri, "_meta": tag})
+            elif kind == "tools" and ack.toolsListChanged is True:
+                await emit("notifications/tools/list_changed", {"_meta": tag})
+            elif kind == "prompts" and ack.promptsListChanged is True:
+                await emit("notifications/prompts/list_changed", {"_meta": tag})
+            elif kind == "resources" and ack.resourcesListChanged is True:
+                await emit("notifications/resources/list_changed", {"_meta": tag})

@@ -369,5 +369,13 @@ def run_http_server(
     if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
     app = HttpApp(server, path=path, **app_options)
-    uvicorn.run(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
-                server_header=False, date_header=False)
+    config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
+                            server_header=False, date_header=False)
+
+    class _Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # Listen streams never end on their own: close them gracefully so shutdown can finish.
+            server.close_listeners()
+            await super().shutdown(sockets)
+
+    _Server(config).run()

@@ -54,6 +54,7 @@ class StdioServerSession:
         self.server = server
         self.write = write
         self.inflight: dict[Any, asyncio.Task] = {}
+        self.listens: set[Any] = set()
 
     def feed(self, line: bytes) -> None:
         """Handle one inbound line (without its newline)."""
@@ -65,6 +66,8 @@ class StdioServerSession:
             self.write(codec.encode_error(exc.id, exc.error))
             return
         if type(msg) is codec.Request:
+            if msg.method == "subscriptions/listen":
+                self.listens.add(msg.id)
             if msg.id in self.inflight:
                 # Ids must be unique among in-flight requests; answering would be ambiguous.
                 self.write(codec.encode_error(msg.id, errors.invalid_request(f"id {msg.id!r} is already in flight")))
@@ -99,8 +102,17 @@ class StdioServerSession:
         finally:
             self.inflight.pop(req.id, None)
         write(reply.body)
+        if req.method == "subscriptions/listen" and reply.error_code is None:
+            # The server ended the subscription: after the graceful result, stdio also says
+            # so with notifications/cancelled (the one use servers may make of it).
+            write(encode("notifications/cancelled", {"requestId": req.id, "reason": "subscription closed by server"}))
 
     async def drain(self, timeout: float | None) -> None:
+        # The client closed stdin: its listen streams are over; other requests may finish.
+        for rid in self.listens:
+            task = self.inflight.get(rid)
+            if task is not None:
+                task.cancel()
         pending = list(self.inflight.values())
         if not pending:
             return

@@ -1,0 +1,95 @@
+"""Change-notification fan-out for ``subscriptions/listen``.
+
+The server publishes :class:`Change` events; every open listen stream subscribes. The
+interface is deliberately small so a cross-process bus (e.g. Redis pub/sub, for several
+workers behind a load balancer) can replace :class:`InMemoryBus` without touching the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import AsyncIterator, Literal, NamedTuple, Protocol
+
+log = logging.getLogger("mcpkit.server")
+
+ChangeKind = Literal["tools", "prompts", "resources", "resource_updated"]
+
+
+class Change(NamedTuple):
+    kind: ChangeKind
+    uri: str | None = None  # for "resource_updated"
+
+
+class Subscription(Protocol):
+    def __aiter__(self) -> AsyncIterator[Change]: ...
+
+    def close(self) -> None: ...
+
+
+class Bus(Protocol):
+    def publish(self, change: Change) -> None:
+        """Deliver ``change`` to every subscription (fire-and-forget; never blocks)."""
+
+    def subscribe(self) -> Subscription:
+        """A new subscription; iterate it for changes, ``close()`` it when done."""
+
+
+class _MemorySubscription:
+    __slots__ = ("bus", "queue", "closed")
+
+    def __init__(self, bus: "InMemoryBus", maxsize: int) -> None:
+        self.bus = bus
+        self.queue: asyncio.Queue[Change | None] = asyncio.Queue(maxsize)
+        self.closed = False
+
+    def __aiter__(self) -> AsyncIterator[Change]:
+        return self._iter()
+
+    async def _iter(self) -> AsyncIterator[Change]:
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                return
+            yield item
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.bus._subs.discard(self)
+            try:
+                self.queue.put_nowait(None)
+            except asyncio.QueueFull:
+                pass
+
+
+class InMemoryBus:
+    """Fan-out within one process. A subscriber that falls ``maxsize`` events behind is
+    closed (its stream ends, the client reconnects) rather than silently losing events."""
+
+    def __init__(self, maxsize: int = 10_000) -> None:
+        self.maxsize = maxsize
+        self._subs: set[_MemorySubscription] = set()
+
+    def publish(self, change: Change) -> None:
+        for sub in list(self._subs):
+            try:
+                sub.queue.put_nowait(change)
+            except asyncio.QueueFull:
+                log.warning("closing a listen stream that fell %d notifications behind", self.maxsize)
+                sub.closed = True
+                self._subs.discard(sub)
+                sub.queue = asyncio.Queue(1)
+                sub.queue.put_nowait(None)
+
+    def subscribe(self) -> _MemorySubscription:
+        sub = _MemorySubscription(self, self.maxsize + 1)
+        self._subs.add(sub)
+        return sub
+
+    def close_all(self) -> None:
+        for sub in list(self._subs):
+            sub.close()
+
+    def __len__(self) -> int:
+        return len(self._subs)

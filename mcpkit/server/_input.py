@@ -1,0 +1,115 @@
+"""Asking the client for input (elicitation, sampling, roots) from inside a handler.
+
+Handlers call ``await ctx.elicit(...)`` and friends. How the question reaches the client
+depends on the era, never on the handler:
+
+- 2026-07-28 (MRTR): the handler is unwound with :class:`InputRequired`, the server answers
+  ``input_required``, and the client retries with ``inputResponses``; the handler then runs
+  again from the top and each question finds its answer.
+- 2025-11-25 (legacy sessions): the question goes out as a real server-to-client request.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Mapping
+
+import msgspec
+
+from ..protocol import errors
+from ..protocol import types as t
+
+#: Sends input requests and returns the raw answers keyed like the requests.
+AskFn = Callable[[dict[str, dict[str, Any]]], Awaitable[dict[str, Any]]]
+
+ANSWER_TYPES: dict[str, type] = {
+    "elicitation/create": t.ElicitResult,
+    "sampling/createMessage": t.CreateMessageResult,
+    "roots/list": t.ListRootsResult,
+}
+
+
+class InputRequired(BaseException):
+    """Unwinds a handler whose question has no answer yet.
+
+    A BaseException so that a handler's ``except Exception`` cannot swallow it.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
+
+
+class MrtrAnswers:
+    """The 2026-07-28 way to ask: answers come from this retry (and earlier rounds' sealed state)."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    async def __call__(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        missing = {k: r for k, r in requests.items() if k not in self.answers}
+        if missing:
+            raise InputRequired(missing)
+        return {k: self.answers[k] for k in requests}
+
+
+def required_capabilities(request: Mapping[str, Any], caps: Mapping[str, Any]) -> dict[str, Any]:
+    """The client capabilities ``request`` needs that ``caps`` (this request's own) lacks."""
+    method = request.get("method")
+    params = request.get("params") or {}
+    if method == "elicitation/create":
+        el = caps.get("elicitation")
+        mode = params.get("mode", "form")
+        if not isinstance(el, dict):
+            return {"elicitation": {mode: {}} if mode == "url" else {}}
+        # `elicitation: {}` means form only.
+        if mode == "url" and "url" not in el:
+            return {"elicitation": {"url": {}}}
+        if mode == "form" and el and "form" not in el:
+            return {"elicitation": {"form": {}}}
+        return {}
+    if method == "sampling/createMessage":
+        sm = caps.get("sampling")
+        if not isinstance(sm, dict):
+            return {"sampling": {"tools": {}} if params.get("tools") else {}}
+        if (params.get("tools") or params.get("toolChoice")) and "tools" not in sm:
+            return {"sampling": {"tools": {}}}
+        if params.get("includeContext") in ("thisServer", "allServers") and "context" not in sm:
+            return {"sampling": {"context": {}}}
+        return {}
+    if method == "roots/list":
+        return {} if isinstance(caps.get("roots"), dict) else {"roots": {}}
+    raise ValueError(f"{method!r} is not an input request (elicitation/create, sampling/createMessage, roots/list)")
+
+
+def check_capabilities(requests: Mapping[str, Mapping[str, Any]], caps: Mapping[str, Any]) -> None:
+    needed: dict[str, Any] = {}
+    for req in requests.values():
+        for k, v in required_capabilities(req, caps).items():
+            if isinstance(v, dict) and isinstance(needed.get(k), dict):
+                needed[k] = {**needed[k], **v}
+            else:
+                needed[k] = v
+    if needed:
+        raise errors.missing_capability(needed)
+
+
+def parse_answer(key: str, method: str, raw: Any) -> Any:
+    try:
+        return msgspec.convert(raw, ANSWER_TYPES[method])
+    except msgspec.ValidationError as exc:
+        raise errors.invalid_params(f"Invalid input response {key!r} for {method}: {exc}") from None
+
+
+def schema_of(schema: Any) -> dict[str, Any]:
+    """An elicitation ``requestedSchema`` from a dict, a dataclass, TypedDict or Struct type."""
+    if schema is None:
+        return {"type": "object", "properties": {}}
+    if isinstance(schema, dict):
+        return schema
+    from ._signature import _inline_root
+
+    out = _inline_root(msgspec.json.schema(schema))
+    out.pop("$defs", None)
+    return out

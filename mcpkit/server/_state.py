@@ -1,0 +1,133 @@
+"""Sealed ``requestState``: AES-256-GCM under a configurable key ring.
+
+The state is attacker-controlled input on its way back, so it is authenticated and
+encrypted, and bound to the request that minted it (method, name, a digest of the
+arguments), an expiry and, when known, the principal. Every worker sharing the key ring
+accepts the others' state; the first key seals, all keys open (rotation).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import os
+import time
+from typing import Any, Iterable
+
+import msgspec
+
+log = logging.getLogger("mcpkit.server")
+
+_VERSION = b"\x01"
+_AAD = b"mcpkit/requestState/v1"
+#: The one message every verification failure gets; the reason goes to the server log only.
+INVALID_STATE_MESSAGE = "Invalid or expired requestState"
+
+
+class StateError(Exception):
+    """requestState failed verification; ``str(exc)`` is the reason for the log."""
+
+
+class _Payload(msgspec.Struct, array_like=True, omit_defaults=True):
+    method: str
+    name: str
+    digest: str
+    expires: float
+    principal: str | None = None
+    asked: list[str] = []
+    answers: dict[str, Any] = {}
+    state: dict[str, Any] = {}
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(_Payload).decode
+
+
+def _key_bytes(key: str | bytes) -> bytes:
+    if isinstance(key, str):
+        key = key.encode()
+    if len(key) == 32:
+        return key
+    # Any passphrase or length: derive a 256-bit key (domain-separated).
+    return hashlib.sha256(b"mcpkit-state-key:" + key).digest()
+
+
+class KeyRing:
+    """Keys for sealing ``requestState``. ``keys[0]`` seals; every key opens.
+
+    Without keys, ``MCPKIT_STATE_KEYS`` (comma-separated) is read; failing that a random
+    per-process key is made, which only suits a single process.
+    """
+
+    def __init__(self, keys: Iterable[str | bytes] | None = None) -> None:
+        if keys is None:
+            env = os.environ.get("MCPKIT_STATE_KEYS")
+            keys = [k for k in env.split(",") if k.strip()] if env else None
+        self.ephemeral = not keys
+        raw = [_key_bytes(k) for k in keys] if keys else [os.urandom(32)]
+        self._keys = {hashlib.sha256(k).digest()[:4]: k for k in raw}
+        self._sealing_id = hashlib.sha256(raw[0]).digest()[:4]
+        self._aead: dict[bytes, Any] = {}
+
+    def _cipher(self, key_id: bytes) -> Any:
+        c = self._aead.get(key_id)
+        if c is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # loaded only when MRTR is used
+
+            c = self._aead[key_id] = AESGCM(self._keys[key_id])
+        return c
+
+    def seal(self, payload: bytes) -> str:
+        nonce = os.urandom(12)
+        ct = self._cipher(self._sealing_id).encrypt(nonce, payload, _AAD)
+        return base64.urlsafe_b64encode(_VERSION + self._sealing_id + nonce + ct).decode().rstrip("=")
+
+    def open(self, token: str) -> bytes:
+        try:
+            blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (ValueError, TypeError):
+            raise StateError("not base64url") from None
+        if len(blob) < 1 + 4 + 12 + 16 or blob[:1] != _VERSION:
+            raise StateError("malformed or unknown version")
+        key_id = blob[1:5]
+        if key_id not in self._keys:
+            raise StateError("sealed with a key this key ring does not hold")
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            return self._cipher(key_id).decrypt(blob[5:17], blob[17:], _AAD)
+        except InvalidTag:
+            raise StateError("authentication failed (tampered)") from None
+
+
+def digest_arguments(arguments: Any) -> str:
+    """A stable digest of a request's salient parameters."""
+    canon = msgspec.json.encode(arguments, order="sorted") if arguments is not None else b"null"
+    return hashlib.sha256(canon).hexdigest()[:32]
+
+
+class StateSealer:
+    def __init__(self, ring: KeyRing, ttl_s: float) -> None:
+        self.ring = ring
+        self.ttl_s = ttl_s
+
+    def seal(self, *, method: str, name: str, digest: str, principal: str | None, asked: list[str],
+             answers: dict[str, Any], state: dict[str, Any]) -> str:
+        p = _Payload(method, name, digest, time.time() + self.ttl_s, principal, asked, answers, state)
+        return self.ring.seal(_encode(p))
+
+    def open(self, token: str, *, method: str, name: str, digest: str, principal: str | None) -> _Payload:
+        try:
+            p = _decode(self.ring.open(token))
+        except msgspec.DecodeError:
+            raise StateError("payload does not decode") from None
+        if p.expires < time.time():
+            raise StateError("expired")
+        if p.method != method or p.name != name:
+            raise StateError(f"minted for {p.method} {p.name!r}, presented on {method} {name!r}")
+        if p.digest != digest:
+            raise StateError("minted for different arguments")
+        if p.principal != principal:
+            raise StateError("minted for another principal")
+        return p
