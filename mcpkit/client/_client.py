@@ -1,12 +1,14 @@
-"""The Client: one API over stdio, in-memory (and HTTP) servers."""
+"""The Client: one API over stdio, in-memory and HTTP servers."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import inspect
 import itertools
 import logging
 import shlex
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
 import msgspec
 
@@ -14,6 +16,7 @@ from .. import __version__
 from ..protocol import errors, versions
 from ..protocol import meta as M
 from ..protocol import types as t
+from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
 from ._transports import ClientTransport, MemoryTransport, OnNote, StdioTransport, TransportError
 
 if TYPE_CHECKING:
@@ -22,10 +25,29 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 log = logging.getLogger("mcpkit.client")
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
+#: Answers one input request's params; sync or async.
+ElicitationHandler = Callable[[t.ElicitRequestParams], "t.ElicitResult | dict | Awaitable[t.ElicitResult | dict]"]
+SamplingHandler = Callable[[t.CreateMessageRequestParams], "t.CreateMessageResult | dict | Awaitable[Any]"]
+RootsProvider = Callable[[], "list[t.Root | dict] | Awaitable[list[t.Root | dict]]"]
+
+_MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_LIST_NOTES = ("notifications/tools/list_changed", "notifications/prompts/list_changed",
+               "notifications/resources/list_changed", "notifications/resources/updated")
 
 
 class ProtocolError(TransportError):
     """The peer sent something that is not a valid answer to our request."""
+
+
+class Notification(msgspec.Struct, frozen=True):
+    """A notification received on a ``listen()`` stream."""
+
+    method: str
+    params: dict[str, Any]
+
+    @property
+    def uri(self) -> str | None:
+        return self.params.get("uri")
 
 
 class Client:
@@ -33,6 +55,9 @@ class Client:
 
     ``target`` is a ``Server`` object (in-memory), a command line (a string or a list: spawned
     and spoken to over stdio), or an ``http(s)://`` URL.
+
+    Input the server asks for (MRTR) is answered by ``elicitation``, ``sampling`` and
+    ``roots``; the matching client capabilities are declared for you.
     """
 
     def __init__(
@@ -41,8 +66,14 @@ class Client:
         *,
         client_info: dict[str, Any] | None = None,
         capabilities: dict[str, Any] | None = None,
+        elicitation: ElicitationHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        sampling: SamplingHandler | None = None,
+        roots: "RootsProvider | list[t.Root | dict] | None" = None,
+        max_input_rounds: int = 8,
         protocol_version: str = versions.LATEST,
         timeout: float = 30.0,
+        cache: bool = True,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         stderr: Any = None,
@@ -50,9 +81,21 @@ class Client:
         **http_options: Any,
     ) -> None:
         self.client_info = client_info or {"name": "mcpkit", "version": __version__}
-        self.capabilities = capabilities if capabilities is not None else {}
+        caps = dict(capabilities) if capabilities is not None else {}
+        if elicitation is not None:
+            caps.setdefault("elicitation", {m: {} for m in elicitation_modes})
+        if sampling is not None:
+            caps.setdefault("sampling", {})
+        if roots is not None:
+            caps.setdefault("roots", {})
+        self.capabilities = caps
+        self.elicitation = elicitation
+        self.sampling = sampling
+        self.roots = roots
+        self.max_input_rounds = max_input_rounds
         self.protocol_version = protocol_version
         self.timeout = timeout
+        self.cache = ResponseCache() if cache else None
         self.on_notification = on_notification
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
@@ -64,16 +107,22 @@ class Client:
 
         if isinstance(target, Server):
             return MemoryTransport(target, self._notify_cb)
+        if isinstance(target, (list, tuple)) and len(target) == 1:
+            target = target[0]
         if isinstance(target, str) and target.startswith(("http://", "https://")):
             from ._http import HttpTransport
 
             return HttpTransport(target, **http_options)
+        if http_options:
+            raise TypeError(f"unexpected options for a stdio server: {', '.join(http_options)}")
         argv = shlex.split(target) if isinstance(target, str) else list(target)
         if not argv:
             raise ValueError("empty command")
         return StdioTransport(argv[0], argv[1:], env=env, cwd=cwd, stderr=stderr, on_notification=self._notify_cb)
 
     def _notify_cb(self, method: str, params: dict) -> None:
+        if self.cache is not None and method in _LIST_NOTES:
+            self.cache.invalidate(method, params)
         if self.on_notification is not None:
             self.on_notification(method, params)
 
@@ -109,6 +158,12 @@ class Client:
             meta[M.LOG_LEVEL] = log_level
         return meta
 
+    def _auth_context(self) -> str:
+        """Which authorization context a private cache entry belongs to."""
+        headers = getattr(self.transport, "static_headers", None) or {}
+        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+        return hashlib.sha256(auth.encode()).hexdigest()[:16] if auth else ""
+
     async def request(
         self,
         method: str,
@@ -116,67 +171,137 @@ class Client:
         *,
         progress: ProgressCallback | None = None,
         log_level: str | None = None,
+        on_log: Callable[[dict[str, Any]], Any] | None = None,
         on_notification: OnNote | None = None,
         timeout: float | None = None,
+        cache: CacheMode = "use",
     ) -> dict[str, Any]:
-        """Send one request (stamping ``_meta``) and return its raw result, or raise MCPError."""
+        """Send one request (stamping ``_meta``) and return its raw result, or raise MCPError.
+
+        ``input_required`` answers are handled here: the handlers given to the Client answer
+        them and the request is retried, until a final result (or ``max_input_rounds``).
+        """
+        key = None
+        if self.cache is not None and method in CACHEABLE:
+            key = cache_key(method, params)
+            if cache == "use":
+                hit = self.cache.get(key, self._auth_context())
+                if hit is not None:
+                    return hit
+        result = await self._send(method, params, progress=progress, log_level=log_level, on_log=on_log,
+                                  on_notification=on_notification, timeout=timeout)
+        rounds = 0
+        while result.get("resultType", "complete") == "input_required":
+            if method not in _MRTR_METHODS:
+                raise ProtocolError(f"{method}: input_required is not allowed for this method")
+            rounds += 1
+            if rounds > self.max_input_rounds:
+                raise ProtocolError(f"{method}: the server still wants input after {self.max_input_rounds} rounds")
+            retry = dict(params or {})
+            requests = result.get("inputRequests")
+            if requests:
+                if not isinstance(requests, dict):
+                    raise ProtocolError(f"{method}: inputRequests is not an object")
+                retry["inputResponses"] = await self._answer_all(requests)
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]  # echoed exactly, never inspected
+            # A retry is a new request with a new id; its result is never cached.
+            result = await self._send(method, retry, progress=progress, log_level=log_level, on_log=on_log,
+                                      on_notification=on_notification, timeout=timeout)
+            key = None
+        rt = result.get("resultType", "complete")  # a missing resultType is a pre-2026 "complete"
+        if rt != "complete":
+            raise ProtocolError(f"{method}: unknown resultType {rt!r}")
+        if key is not None and self.cache is not None and cache != "bypass":
+            self.cache.put(key, self._auth_context(), method, result)
+        return result
+
+    async def _send(self, method: str, params: dict[str, Any] | None, *, progress, log_level, on_log,
+                    on_notification, timeout) -> dict[str, Any]:
         await self.start()
         token = f"p{next(self._tokens)}" if progress is not None else None
-        on_note = _note_router(progress, on_notification) if (progress or on_notification) else None
-        retried = False
+        on_note = _note_router(progress, on_log, on_notification) if (progress or on_log or on_notification) else None
+        retried_version = retried_headers = False
         while True:
             body = dict(params or {})
             body["_meta"] = {**body.get("_meta", {}), **self._meta(token, log_level)}
             rid = next(self._ids)
+            limit = timeout if timeout is not None else self.timeout
             try:
-                resp = await asyncio.wait_for(
-                    self.transport.request(rid, method, body, on_note), timeout if timeout is not None else self.timeout
-                )
+                call = self.transport.request(rid, method, body, on_note)
+                resp = await (call if limit == float("inf") else asyncio.wait_for(call, limit))
             except asyncio.TimeoutError:
-                raise TransportError(f"{method}: no answer within {timeout or self.timeout:g} s") from None
+                raise TransportError(f"{method}: no answer within {limit:g} s") from None
             if resp.error is None:
                 if not isinstance(resp.result, dict):
                     raise ProtocolError(f"{method}: the result is not an object")
                 return resp.result
             err = resp.error
             exc = errors.MCPError(err.get("code", 0), err.get("message", ""), err.get("data"))
-            if exc.code == errors.UNSUPPORTED_PROTOCOL_VERSION and not retried:
+            if exc.code == errors.UNSUPPORTED_PROTOCOL_VERSION and not retried_version:
                 chosen = _retry_version(exc, self.protocol_version)
                 if chosen is not None:
                     self.protocol_version = chosen
-                    retried = True
+                    retried_version = True
                     continue
-            if exc.code == errors.HEADER_MISMATCH and method == "tools/call" and not retried and self._is_http():
+            if exc.code == errors.HEADER_MISMATCH and method == "tools/call" and not retried_headers and self._is_http():
                 # Our Mcp-Param-* headers came from a stale inputSchema: re-list, then retry once.
-                retried = True
-                await self.list_tools()
+                retried_headers = True
+                await self.list_tools(cache="refresh")
                 continue
             raise exc
 
+    # ------------------------------------------------------------ answering input requests
+    async def _answer_all(self, requests: dict[str, Any]) -> dict[str, Any]:
+        keys = list(requests)
+        answers = await asyncio.gather(*(self._answer(k, requests[k]) for k in keys))
+        return dict(zip(keys, answers))
+
+    async def _answer(self, key: str, request: Any) -> Any:
+        if not isinstance(request, dict):
+            raise ProtocolError(f"input request {key!r} is not an object")
+        method = request.get("method")
+        params = request.get("params") or {}
+        try:
+            if method == "elicitation/create":
+                if self.elicitation is None:
+                    raise ProtocolError("the server asked for elicitation, but this client has no elicitation handler")
+                answer = await _call(self.elicitation, msgspec.convert(params, t.ElicitRequestParams))
+            elif method == "sampling/createMessage":
+                if self.sampling is None:
+                    raise ProtocolError("the server asked for sampling, but this client has no sampling handler")
+                answer = await _call(self.sampling, msgspec.convert(params, t.CreateMessageRequestParams))
+            elif method == "roots/list":
+                if self.roots is None:
+                    raise ProtocolError("the server asked for roots, but this client has none")
+                roots = self.roots if isinstance(self.roots, list) else await _call(self.roots)
+                answer = {"roots": msgspec.to_builtins(roots)}
+            else:
+                raise ProtocolError(f"unknown input request method {method!r}")
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(f"input request {key!r} ({method}) is malformed: {exc}") from None
+        return msgspec.to_builtins(answer)
+
+    # ------------------------------------------------------------ typed API
     def _is_http(self) -> bool:
         return hasattr(self.transport, "tool_annotations")
 
     async def _typed(self, typ: type[R], method: str, params: dict | None = None, **kw: Any) -> R:
         result = await self.request(method, params, **kw)
-        rt = result.get("resultType", "complete")
-        if rt != "complete":
-            if rt == "input_required":
-                raise ProtocolError(f"{method}: the server asked for input (MRTR), which this call does not handle")
-            raise ProtocolError(f"{method}: unknown resultType {rt!r}")
         try:
             return msgspec.convert(result, typ)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"{method}: malformed result: {exc}") from None
 
-    async def discover(self) -> t.DiscoverResult:
-        return await self._typed(t.DiscoverResult, "server/discover")
+    async def discover(self, **kw: Any) -> t.DiscoverResult:
+        return await self._typed(t.DiscoverResult, "server/discover", **kw)
 
-    async def _walk(self, typ: type, method: str, key: str) -> list[Any]:
+    async def _walk(self, typ: type, method: str, key: str, **kw: Any) -> list[Any]:
         out: list[Any] = []
         cursor: str | None = None
         for _ in range(10_000):  # a server handing back cursors forever is not our problem to loop on
             params = {"cursor": cursor} if cursor is not None else None
-            page = await self._typed(typ, method, params)
+            page = await self._typed(typ, method, params, **kw)
             out.extend(getattr(page, key))
             nxt = page.nextCursor
             if nxt is msgspec.UNSET or nxt is None:
@@ -184,10 +309,10 @@ class Client:
             cursor = nxt  # an empty string is a valid cursor, not the end
         raise ProtocolError(f"{method}: too many pages")
 
-    async def list_tools(self) -> list[t.Tool]:
+    async def list_tools(self, **kw: Any) -> list[t.Tool]:
         """All tools (every page). Over HTTP, tools whose ``x-mcp-header`` annotations are
         invalid are left out (with a warning), since they could not be called correctly."""
-        tools = await self._walk(t.ListToolsResult, "tools/list", "tools")
+        tools = await self._walk(t.ListToolsResult, "tools/list", "tools", **kw)
         if not self._is_http():
             return tools
         from ..protocol import headers as H
@@ -205,16 +330,17 @@ class Client:
         self.transport.tool_annotations = annotations  # type: ignore[attr-defined]
         return usable
 
-    async def list_resources(self) -> list[t.Resource]:
-        return await self._walk(t.ListResourcesResult, "resources/list", "resources")
+    async def list_resources(self, **kw: Any) -> list[t.Resource]:
+        return await self._walk(t.ListResourcesResult, "resources/list", "resources", **kw)
 
-    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
-        return await self._walk(t.ListResourceTemplatesResult, "resources/templates/list", "resourceTemplates")
+    async def list_resource_templates(self, **kw: Any) -> list[t.ResourceTemplate]:
+        return await self._walk(t.ListResourceTemplatesResult, "resources/templates/list", "resourceTemplates", **kw)
 
-    async def list_prompts(self) -> list[t.Prompt]:
-        return await self._walk(t.ListPromptsResult, "prompts/list", "prompts")
+    async def list_prompts(self, **kw: Any) -> list[t.Prompt]:
+        return await self._walk(t.ListPromptsResult, "prompts/list", "prompts", **kw)
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> t.CallToolResult:
+        """Call a tool. Options: ``progress=``, ``log_level=``, ``on_log=``, ``timeout=``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -230,17 +356,82 @@ class Client:
         return await self._typed(t.GetPromptResult, "prompts/get", params, **kw)
 
     async def complete(self, ref: dict[str, Any], argument: str, value: str,
-                       context: dict[str, str] | None = None) -> t.Completion:
+                       context: dict[str, str] | None = None, **kw: Any) -> t.Completion:
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}
-        return (await self._typed(t.CompleteResult, "completion/complete", params)).completion
+        return (await self._typed(t.CompleteResult, "completion/complete", params, **kw)).completion
+
+    # ------------------------------------------------------------ subscriptions
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources_list: bool = False,
+        resources: Sequence[str] = (),
+    ) -> AsyncIterator[Notification]:
+        """Open a ``subscriptions/listen`` stream and yield its change notifications.
+
+        The acknowledgement is consumed (see :attr:`acknowledged` on the first yield's stream);
+        leaving the ``async for`` ends the subscription (stdio: ``notifications/cancelled``;
+        HTTP: the stream is closed). The iteration ends when the server closes it.
+        """
+        filt: dict[str, Any] = {}
+        if tools:
+            filt["toolsListChanged"] = True
+        if prompts:
+            filt["promptsListChanged"] = True
+        if resources_list:
+            filt["resourcesListChanged"] = True
+        if resources:
+            filt["resourceSubscriptions"] = list(resources)
+        queue: asyncio.Queue[Notification | None] = asyncio.Queue()
+
+        def on_note(method: str, params: dict) -> None:
+            if method in _LIST_NOTES:
+                self._notify_cb(method, params)  # keep the cache honest
+            if method != "notifications/subscriptions/acknowledged":
+                queue.put_nowait(Notification(method, params))
+
+        async def run() -> None:
+            try:
+                await self._send("subscriptions/listen", {"notifications": filt}, progress=None, log_level=None,
+                                 on_log=None, on_notification=on_note, timeout=float("inf"))
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.ensure_future(run())
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                yield item
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        finally:
+            if not task.done():
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
 
 
-def _note_router(progress: ProgressCallback | None, other: OnNote | None) -> OnNote:
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    value = fn(*args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+def _note_router(progress: ProgressCallback | None, on_log: Callable | None, other: OnNote | None) -> OnNote:
     def route(method: str, params: dict) -> None:
         if method == "notifications/progress" and progress is not None:
             progress(params.get("progress"), params.get("total"), params.get("message"))
+        elif method == "notifications/message" and on_log is not None:
+            on_log(params)
         elif other is not None:
             other(method, params)
 

@@ -85,8 +85,15 @@ class StdioTransport(ClientTransport):
 
     def _route(self, msg: codec.Notification) -> None:
         params = msg.params or {}
-        token = params.get("progressToken") if msg.method == "notifications/progress" else None
-        cb = self.note_routes.get(token) if token is not None else None
+        meta = params.get("_meta")
+        sid = meta.get("io.modelcontextprotocol/subscriptionId") if isinstance(meta, dict) else None
+        if sid is not None:
+            cb = self.note_routes.get(("listen", type(sid).__name__, sid))
+        elif msg.method == "notifications/progress":
+            token = params.get("progressToken")
+            cb = self.note_routes.get(token) if token is not None else None
+        else:
+            cb = None
         if cb is None:
             cb = self.on_notification
         if cb is not None:
@@ -108,6 +115,8 @@ class StdioTransport(ClientTransport):
         fut = asyncio.get_running_loop().create_future()
         self.pending[id] = fut
         token = (params.get("_meta") or {}).get("progressToken")
+        if method == "subscriptions/listen":
+            token = ("listen", type(id).__name__, id)  # matched by subscriptionId, JSON type included
         if on_note is not None and token is not None:
             self.note_routes[token] = on_note
         try:
