@@ -48,6 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return asyncio.run(run_discover(target, as_json=args.json, timeout=args.timeout))
     if args.cmd == "serve":
+        out_fd = None
+        if not args.http:
+            # Before the user's module runs: an import-time print() must not reach the MCP stream.
+            from .transports.stdio import claim_stdout
+
+            out_fd = claim_stdout()
         try:
             server = load_server(args.spec)
         except (ImportError, OSError, AttributeError, LookupError, TypeError) as exc:
@@ -56,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.http:
             server.run("http", host=args.host, port=args.port)
         else:
-            server.run()
+            server.run(out_fd=out_fd)
         return 0
     parser.print_help(sys.stderr)
     return EXIT_USAGE

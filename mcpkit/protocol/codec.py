@@ -69,6 +69,11 @@ def decode(data: bytes | str, *, parse_params: bool = False) -> Message:
     try:
         env = _decode_envelope(data)
     except msgspec.ValidationError as exc:
+        # msgspec stops at the first wrong type, before it sees whether the rest even parses.
+        try:
+            _decode_any(data)
+        except msgspec.DecodeError as bad:
+            raise InvalidMessage(errors.parse_error(str(bad))) from None
         # Valid JSON, but not an object: an array (batching is gone), a string, a number...
         raise InvalidMessage(errors.invalid_request(_shape_of(data, exc))) from None
     except msgspec.DecodeError as exc:

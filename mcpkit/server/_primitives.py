@@ -122,6 +122,7 @@ class ToolDef:
             meta=_opt(meta),
         )
         self.header_map: dict[str, tuple[str, ...]] | None = None
+        self.cache = CacheHints()
 
     def to_result(self, value: Any) -> t.CallToolResult:
         if isinstance(value, t.CallToolResult):
@@ -173,13 +174,14 @@ class TemplateDef:
 
 
 class PromptDef:
-    __slots__ = ("name", "sig", "wire", "required", "blocking")
+    __slots__ = ("name", "sig", "wire", "required", "blocking", "cache")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  icons: list | None, meta: dict | None, blocking: bool) -> None:
         self.name = name or fn.__name__
         self.sig = Signature(fn, "prompt")
         self.blocking = blocking
+        self.cache = CacheHints()
         props = self.sig.input_schema.get("properties", {})
         required = set(self.sig.input_schema.get("required", []))
         self.required = required

@@ -26,6 +26,12 @@ from ._uritemplate import UriTemplate
 
 log = logging.getLogger("mcpkit.server")
 
+def _has_modern_meta(raw_params: Any) -> bool:
+    params = codec.params_dict(raw_params)
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and M.PROTOCOL_VERSION in meta
+
+
 #: The only methods whose handlers may answer ``input_required``.
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
@@ -69,6 +75,8 @@ class Server:
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be None (no pagination) or at least 1")
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
         unknown = [v for v in supported_versions if not versions.is_modern(v)]
@@ -126,17 +134,28 @@ class Server:
         meta: dict | None = None,
         blocking: bool = False,
         structured_output: bool | None = None,
+        input_schema: dict[str, Any] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: CacheScope | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a function as a tool. Its type hints become the ``inputSchema``.
 
         ``blocking=True`` runs a sync function in a worker thread instead of on the event loop.
+        ``input_schema`` publishes a hand-written schema instead (arguments are still bound
+        to the signature). ``ttl_ms``/``cache_scope`` bound the ``tools/list`` cache hints.
         """
         if callable(name):  # used bare: @server.tool
             return self.tool()(name)
 
         def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self.add_tool(ToolDef(fn, name=name, title=title, description=description, annotations=annotations,
-                                  icons=icons, meta=meta, blocking=blocking, structured_output=structured_output))
+            tool = ToolDef(fn, name=name, title=title, description=description, annotations=annotations,
+                           icons=icons, meta=meta, blocking=blocking, structured_output=structured_output)
+            if input_schema is not None:
+                if input_schema.get("type") != "object":
+                    raise ValueError(f"tool {tool.name!r}: input_schema must have type 'object' at its root")
+                tool.wire.inputSchema = input_schema
+            tool.cache = CacheHints(ttl_ms, cache_scope)
+            self.add_tool(tool)
             return fn
 
         return deco
@@ -201,6 +220,8 @@ class Server:
         icons: list | None = None,
         meta: dict | None = None,
         blocking: bool = False,
+        ttl_ms: int | None = None,
+        cache_scope: CacheScope | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a prompt; its (string) parameters become the prompt's arguments."""
         if callable(name):
@@ -208,6 +229,7 @@ class Server:
 
         def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
             p = PromptDef(fn, name=name, title=title, description=description, icons=icons, meta=meta, blocking=blocking)
+            p.cache = CacheHints(ttl_ms, cache_scope)
             self._prompts[p.name] = p
             self._changed("prompts")
             return fn
@@ -323,7 +345,8 @@ class Server:
 
     def check(self, req: codec.Request) -> inbound.Checked:
         """Run the inbound ladder for ``req`` (raises MCPError)."""
-        if req.method == "initialize":
+        if req.method == "initialize" and not _has_modern_meta(req.params):
+            # A legacy handshake: refuse it in a way that names what we do speak.
             raise self._initialize_refusal(req)
         return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
 

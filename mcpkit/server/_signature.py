@@ -155,8 +155,28 @@ class Signature:
 
     def bind(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Validate and convert ``arguments``; raises msgspec.ValidationError."""
-        args = msgspec.convert(arguments or {}, self.args_type)
+        try:
+            args = msgspec.convert(arguments or {}, self.args_type)
+        except msgspec.ValidationError:
+            # JSON has one number type: 42.0 is a valid "integer". Retry with whole floats as ints.
+            fixed = _whole_floats_to_int(arguments)
+            if fixed is arguments:
+                raise
+            args = msgspec.convert(fixed or {}, self.args_type)
         return {n: getattr(args, n) for n in self.param_names}
+
+
+def _whole_floats_to_int(value: Any) -> Any:
+    """``value`` with every integral float replaced by an int (the same object if none)."""
+    if type(value) is float and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if type(value) is dict:
+        out = {k: _whole_floats_to_int(v) for k, v in value.items()}
+        return value if all(out[k] is value[k] for k in value) else out
+    if type(value) is list:
+        items = [_whole_floats_to_int(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
 
 
 def _camel(name: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
-from urllib.parse import urlsplit
 
 from ..protocol import codec, errors, headers as H
 from ..protocol.types import CallToolParams
@@ -53,13 +53,13 @@ _SSE_HEADERS = [
 ]
 
 
-def _host_only(value: str) -> str:
-    """``host[:port]`` -> host (brackets kept for IPv6)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        end = value.find("]")
-        return value[: end + 1] if end > 0 else value
-    return value.split(":", 1)[0]
+_HOSTPORT = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::(\d{1,5}))?")
+
+
+def _split_host(value: str) -> tuple[str, str | None] | None:
+    """``host[:port]`` -> (host, port), or None when it is not a plain authority (userinfo, paths...)."""
+    m = _HOSTPORT.fullmatch(value.strip().lower())
+    return (m.group(1), m.group(2)) if m else None
 
 
 class HostPolicy:
@@ -83,24 +83,29 @@ class HostPolicy:
             self.origins = {o.lower().rstrip("/") for o in origins}
             self.origin_hosts = set()
 
+    def _authority_ok(self, authority: str, allowed: set[str]) -> bool:
+        hp = _split_host(authority)
+        if hp is None:
+            return False
+        host, port = hp
+        return host in allowed or (port is not None and f"{host}:{port}" in allowed)
+
     def host_ok(self, host: str | None) -> bool:
         if self.any_host:
             return True
-        if not host:
-            return False
-        host = host.strip().lower()
-        return host in self.hosts or _host_only(host) in self.hosts
+        return bool(host) and self._authority_ok(host, self.hosts)  # type: ignore[arg-type]
 
     def origin_ok(self, origin: str | None) -> bool:
         if origin is None or self.any_origin:
             return True
-        origin = origin.strip().lower().rstrip("/")
-        if origin in self.origins:
+        origin = origin.strip().lower()
+        if origin.rstrip("/") in self.origins:
             return True
-        parts = urlsplit(origin)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        # An Origin is scheme://host[:port] and nothing else (no userinfo, path, query).
+        scheme, sep, authority = origin.partition("://")
+        if not sep or scheme not in ("http", "https") or authority.endswith("/"):
             return False
-        return parts.netloc in self.origin_hosts or _host_only(parts.netloc) in self.origin_hosts
+        return self._authority_ok(authority, self.origin_hosts)
 
 
 class HttpApp:

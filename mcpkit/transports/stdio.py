@@ -54,7 +54,7 @@ class StdioServerSession:
         self.server = server
         self.write = write
         self.inflight: dict[Any, asyncio.Task] = {}
-        self.listens: set[Any] = set()
+        self.listens: set[asyncio.Task] = set()  # open subscriptions/listen handlers
 
     def feed(self, line: bytes) -> None:
         """Handle one inbound line (without its newline)."""
@@ -66,14 +66,14 @@ class StdioServerSession:
             self.write(codec.encode_error(exc.id, exc.error))
             return
         if type(msg) is codec.Request:
-            if msg.method == "subscriptions/listen":
-                self.listens.add(msg.id)
             if msg.id in self.inflight:
                 # Ids must be unique among in-flight requests; answering would be ambiguous.
                 self.write(codec.encode_error(msg.id, errors.invalid_request(f"id {msg.id!r} is already in flight")))
                 return
             task = asyncio.get_running_loop().create_task(self._serve(msg))
             self.inflight[msg.id] = task
+            if msg.method == "subscriptions/listen":
+                self.listens.add(task)
         elif type(msg) is codec.Notification:
             if msg.method == "notifications/cancelled":
                 self._cancel(msg.params)
@@ -84,7 +84,8 @@ class StdioServerSession:
     def _cancel(self, raw: Any) -> None:
         params = codec.params_dict(raw) if raw is not None else None
         rid = params.get("requestId") if isinstance(params, dict) else None
-        task = self.inflight.get(rid) if rid is not None and not isinstance(rid, (dict, list)) else None
+        # Only a string or integer names a request (True == 1 in Python, but not in JSON-RPC).
+        task = self.inflight.get(rid) if type(rid) in (int, str) else None
         if task is not None:
             task.cancel()  # malformed or unknown cancellations are ignored silently, as the spec asks
 
@@ -100,7 +101,9 @@ class StdioServerSession:
         except asyncio.CancelledError:
             return  # cancelled: nothing more is sent for this id
         finally:
-            self.inflight.pop(req.id, None)
+            if self.inflight.get(req.id) is asyncio.current_task():
+                del self.inflight[req.id]
+            self.listens.discard(asyncio.current_task())  # type: ignore[arg-type]
         write(reply.body)
         if req.method == "subscriptions/listen" and reply.error_code is None:
             # The server ended the subscription: after the graceful result, stdio also says
@@ -109,10 +112,8 @@ class StdioServerSession:
 
     async def drain(self, timeout: float | None) -> None:
         # The client closed stdin: its listen streams are over; other requests may finish.
-        for rid in self.listens:
-            task = self.inflight.get(rid)
-            if task is not None:
-                task.cancel()
+        for task in list(self.listens):
+            task.cancel()
         pending = list(self.inflight.values())
         if not pending:
             return
@@ -123,12 +124,54 @@ class StdioServerSession:
 
 async def serve_stdio(server: "Server", *, drain_timeout: float = 10.0, in_fd: int | None = None, out_fd: int | None = None) -> None:
     """Serve MCP on stdin/stdout until stdin reaches EOF."""
-    loop = asyncio.get_running_loop()
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
-    out_fd = _claim_stdout() if out_fd is None else out_fd
+    out_fd = claim_stdout() if out_fd is None else out_fd
     session = StdioServerSession(server, _Out(out_fd).write)
+    async for line in _lines(in_fd, session):
+        session.feed(line)
+    await session.drain(drain_timeout)
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd`` (pipes, sockets, ttys; not files or /dev/null)."""
+    import select
+
+    if not hasattr(select, "epoll"):
+        import stat
+
+        mode = os.fstat(fd).st_mode
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+    ep = select.epoll()
+    try:
+        ep.register(fd, select.EPOLLIN)
+        return True
+    except OSError:
+        return False
+    finally:
+        ep.close()
+
+
+async def _lines(fd: int, session: StdioServerSession) -> Any:
+    """Yield inbound lines until EOF; oversized lines are answered and skipped."""
+    loop = asyncio.get_running_loop()
+    if not _pollable(fd):
+        # stdin is a regular file or /dev/null: read it on a thread instead.
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        def pump() -> None:
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                for line in f:
+                    loop.call_soon_threadsafe(queue.put_nowait, line)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        import threading
+
+        threading.Thread(target=pump, name="mcpkit-stdin", daemon=True).start()
+        while (item := await queue.get()) is not None:
+            yield item
+        return
     reader = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
-    pipe = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
     transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     try:
         while True:
@@ -136,14 +179,13 @@ async def serve_stdio(server: "Server", *, drain_timeout: float = 10.0, in_fd: i
                 line = await reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
-                    session.feed(exc.partial)  # a last line without its newline still counts
-                break
+                    yield exc.partial  # a last line without its newline still counts
+                return
             except asyncio.LimitOverrunError:
                 await _skip_line(reader)
                 session.write(codec.encode_error(None, errors.invalid_request(f"message longer than {MAX_LINE} bytes")))
                 continue
-            session.feed(line)
-        await session.drain(drain_timeout)
+            yield line
     finally:
         transport.close()
 
@@ -159,7 +201,7 @@ async def _skip_line(reader: asyncio.StreamReader) -> None:
             return
 
 
-def _claim_stdout() -> int:
+def claim_stdout() -> int:
     """Keep the real stdout for MCP and point fd 1 (and sys.stdout) at stderr.
 
     A stray ``print()`` in a handler, or a C library writing to fd 1, would otherwise
@@ -173,6 +215,7 @@ def _claim_stdout() -> int:
 
 
 def run_stdio_server(server: "Server", **kwargs: Any) -> None:
+    """Serve ``server`` on stdio until stdin closes (``out_fd``: an fd already claimed for MCP)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

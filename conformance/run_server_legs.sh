@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# conformance/run_server_legs.sh - mcpkit's server conformance legs.
+#
+# Starts conformance/everything_server.py (interpreter: $PYTHON, default `python`) on a
+# free port, serving http://127.0.0.1:PORT/mcp, and runs the official harness
+# (via conformance/run.sh, which installs Node 22 + the harness from npm and caches them):
+#
+#   requirements   --requirements 2026-07-28
+#                  --expected-failures conformance/baseline-server-2026-07-28.yml
+#   suite          --suite all --spec-version 2026-07-28
+#                  --expected-failures conformance/baseline-server-suite-2026-07-28.yml
+#
+# then stops the server. Exit status: 0 only if every leg passed against its baseline
+# (a failure not in the baseline, or a baseline entry that now passes, fails the leg).
+#
+# Usage: conformance/run_server_legs.sh [requirements|suite ...] [-- extra harness args]
+#   (no leg names: both legs)
+# Environment:
+#   PYTHON            interpreter for the server (default: python)
+#   CONFORMANCE_PORT  port to use (default: a free port chosen by the OS)
+#   CONFORMANCE_SERVER_LOG  server log file (default: under $CONFORMANCE_RESULTS)
+#   everything conformance/run.sh reads (CONFORMANCE_CACHE, CONFORMANCE_RESULTS, ...)
+# If $PYTHON cannot import mcpkit, the repository root is put on PYTHONPATH.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$HERE")"
+PYTHON="${PYTHON:-python}"
+RUN="$HERE/run.sh"
+RESULTS_ROOT="${CONFORMANCE_RESULTS:-${TMPDIR:-/tmp}/mcp-conformance-results}"
+export CONFORMANCE_RESULTS="$RESULTS_ROOT"
+
+log() { printf 'run_server_legs.sh: %s\n' "$*" >&2; }
+
+legs=()
+extra=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    requirements | suite) legs+=("$1") ;;
+    --) shift; extra=("$@"); break ;;
+    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) log "unknown argument '$1' (legs: requirements, suite; extra harness args after --)"; exit 2 ;;
+    esac
+    shift
+done
+[ ${#legs[@]} -eq 0 ] && legs=(requirements suite)
+
+command -v "$PYTHON" >/dev/null 2>&1 || { log "interpreter '$PYTHON' not found (set PYTHON)"; exit 2; }
+if ! (cd / && "$PYTHON" -c 'import mcpkit') >/dev/null 2>&1; then
+    export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+fi
+
+bash "$RUN" install || exit 2
+
+PORT="${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')}"
+URL="http://127.0.0.1:$PORT/mcp"
+mkdir -p "$RESULTS_ROOT"
+SLOG="${CONFORMANCE_SERVER_LOG:-$RESULTS_ROOT/everything-server-$(date +%Y%m%dT%H%M%S)-$$.log}"
+
+SERVER_PID=""
+stop_server() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        # The server runs in its own process group (setsid): stop exactly that group.
+        kill -TERM -- "-$SERVER_PID" 2>/dev/null || kill -TERM "$SERVER_PID" 2>/dev/null
+        for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.5; done
+        kill -KILL -- "-$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=""
+}
+trap stop_server EXIT
+trap 'stop_server; exit 130' INT TERM
+
+setsid "$PYTHON" "$HERE/everything_server.py" --host 127.0.0.1 --port "$PORT" >"$SLOG" 2>&1 </dev/null &
+SERVER_PID=$!
+log "started everything_server.py (pid/pgid $SERVER_PID) at $URL; log $SLOG"
+
+# Wait until the endpoint answers (any HTTP status) or the server dies.
+deadline=$((SECONDS + ${CONFORMANCE_WAIT_S:-30}))
+until curl -s -o /dev/null -m 2 "$URL" 2>/dev/null; do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        log "server exited before $URL answered:"; tail -30 "$SLOG" >&2; exit 2
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+        log "$URL did not answer within ${CONFORMANCE_WAIT_S:-30} s"; tail -30 "$SLOG" >&2; exit 2
+    fi
+    sleep 0.3
+done
+
+failed=()
+for leg in "${legs[@]}"; do
+    case "$leg" in
+    requirements) args=(--requirements 2026-07-28 --expected-failures "$HERE/baseline-server-2026-07-28.yml") ;;
+    suite) args=(--suite all --spec-version 2026-07-28 --expected-failures "$HERE/baseline-server-suite-2026-07-28.yml") ;;
+    esac
+    printf '\n===== leg %s: %s =====\n' "$leg" "${args[*]} ${extra[*]:-}"
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        log "server died before leg $leg"; tail -30 "$SLOG" >&2; failed+=("$leg"); continue
+    fi
+    out="$RESULTS_ROOT/server-$leg-$(date +%Y%m%dT%H%M%S)-$$"
+    bash "$RUN" server "$URL" "${args[@]}" --output-dir "$out" ${extra[@]+"${extra[@]}"}
+    rc=$?
+    if [ "$leg" = requirements ] && [ -f "$out/harness.log" ]; then
+        # With a baseline the harness prints no "not scored" list: count the scored ones here.
+        bash "$RUN" list --requirements 2026-07-28 2>/dev/null |
+            awk '/^Server scenarios/ {f = 1; next} /^[^ ]/ {f = 0} f && /^  - / {print $2}' >"$out/required.txt"
+        sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" | awk -v req="$out/required.txt" '
+            BEGIN { while ((getline l < req) > 0) { r[l] = 1; k++ } }
+            / passed, [0-9]+ failed/ && ($1 == "✓" || $1 == "✗") {
+                n = $2; sub(/:$/, "", n); if (n in r) { if ($1 == "✓") p++; else f++ } }
+            END { printf "scored for requirements 2026-07-28: %d passed, %d failed (of %d required)\n", p, f, k }'
+    fi
+    # The harness's baseline verdict (expected / unexpected failures, stale entries) is in its log.
+    [ -f "$out/harness.log" ] &&
+        sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" |
+        sed -n '/^Expected failures (in baseline)\|^Unexpected failures\|^Stale baseline/,$p'
+    [ "$rc" -ne 0 ] && failed+=("$leg")
+    printf '===== leg %s: exit %s =====\n' "$leg" "$rc"
+done
+
+stop_server
+if [ ${#failed[@]} -gt 0 ]; then
+    log "FAILED legs: ${failed[*]} (server log: $SLOG)"
+    exit 1
+fi
+log "all legs passed against their baselines"
+exit 0

@@ -1,0 +1,753 @@
+"""Streamable HTTP (2026-07-28) server transport, end to end against a real uvicorn server.
+
+The server runs in a subprocess (``python -m mcpkit serve --http``); requests are built by
+hand with httpx (or a raw socket where httpx would refuse to send the bytes) so that every
+bad input reaches the server exactly as written. Each failure case is followed by a valid
+request to show the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import time
+
+import httpx
+import pytest
+
+try:
+    from tests._http_fixtures import (
+        VERSION,
+        body,
+        headers_for,
+        mcpkit_serve_argv,
+        post,
+        raw_http,
+        raw_post_bytes,
+        running_server,
+        small_body_argv,
+    )
+except ImportError:  # tests/ itself on sys.path (pytest prepend import mode)
+    from _http_fixtures import (
+        VERSION,
+        body,
+        headers_for,
+        mcpkit_serve_argv,
+        post,
+        raw_http,
+        raw_post_bytes,
+        running_server,
+        small_body_argv,
+    )
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running_server(mcpkit_serve_argv()) as u:
+        yield u
+
+
+@pytest.fixture(scope="module")
+def small_url():
+    with running_server(small_body_argv) as u:
+        yield u
+
+
+@pytest.fixture(scope="module")
+def http():
+    with httpx.Client(timeout=10.0) as c:
+        yield c
+
+
+def b64(text: str) -> str:
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def rpc_error(resp: httpx.Response, status: int, code: int, id=1) -> dict:
+    """Assert a JSON-RPC error answer with the given HTTP status and code; return the error."""
+    assert resp.status_code == status, (resp.status_code, resp.text)
+    assert resp.headers["content-type"].startswith("application/json")
+    data = resp.json()
+    assert data["jsonrpc"] == "2.0"
+    assert set(data) <= {"jsonrpc", "id", "error"}
+    if id is not None:
+        assert data["id"] == id
+    err = data["error"]
+    assert err["code"] == code, err
+    assert isinstance(err["message"], str) and err["message"]
+    return err
+
+
+def result_of(resp: httpx.Response, id=1) -> dict:
+    assert resp.status_code == 200, (resp.status_code, resp.text)
+    assert resp.headers["content-type"].startswith("application/json")
+    data = resp.json()
+    assert data["jsonrpc"] == "2.0" and data["id"] == id, data
+    assert "error" not in data, data
+    return data["result"]
+
+
+def still_ok(http: httpx.Client, url: str) -> None:
+    """A valid request right after a failure still succeeds."""
+    msg = body("tools/call", {"name": "echo", "arguments": {"text": "still alive"}}, id="after")
+    res = result_of(post(http, url, msg), id="after")
+    assert res["content"][0]["text"] == "still alive"
+    assert not res.get("isError")
+
+
+def echo_call(text: str = "hi", **kw) -> dict:
+    return body("tools/call", {"name": "echo", "arguments": {"text": text}}, **kw)
+
+
+def weather_call(arguments: dict) -> dict:
+    return body("tools/call", {"name": "weather", "arguments": arguments})
+
+
+# ============================================================================ baseline
+
+
+def test_valid_requests_succeed(http, url):
+    res = result_of(post(http, url, body("server/discover")))
+    assert VERSION in res["supportedVersions"]
+    tools = result_of(post(http, url, body("tools/list")))["tools"]
+    assert {"echo", "weather", "bad_header_tool"} <= {t["name"] for t in tools}
+    res = result_of(post(http, url, echo_call("hello")))
+    assert res["content"][0]["text"] == "hello"
+    res = result_of(post(http, url, body("resources/read", {"uri": "test://hello"})))
+    assert res["contents"][0]["text"] == "hello world"
+    res = result_of(post(http, url, body("prompts/get", {"name": "greet", "arguments": {"name": "Ada"}})))
+    assert "Hello, Ada!" in json.dumps(res)
+    still_ok(http, url)
+
+
+# ============================================================================ missing headers
+
+
+@pytest.mark.parametrize("drop", ["MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"])
+def test_missing_required_header_on_tools_call(http, url, drop):
+    msg = echo_call()
+    err = rpc_error(post(http, url, msg, headers_for(msg, **{drop: None})), 400, -32020)
+    assert drop.lower() in err["message"].lower()
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("msg", [
+    body("prompts/get", {"name": "greet", "arguments": {"name": "x"}}),
+    body("resources/read", {"uri": "test://hello"}),
+], ids=["prompts/get", "resources/read"])
+def test_missing_mcp_name_on_other_named_methods(http, url, msg):
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Name=None)), 400, -32020)
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("drop", ["MCP-Protocol-Version", "Mcp-Method"])
+def test_missing_header_on_unnamed_method(http, url, drop):
+    msg = body("tools/list")
+    rpc_error(post(http, url, msg, headers_for(msg, **{drop: None})), 400, -32020)
+    still_ok(http, url)
+
+
+# ============================================================================ mismatches
+
+
+def test_header_version_differs_from_body_version(http, url):
+    msg = echo_call()
+    err = rpc_error(post(http, url, msg, headers_for(msg, version="2025-11-25")), 400, -32020)
+    assert "2025-11-25" in err["message"]
+    still_ok(http, url)
+
+
+def test_header_version_differs_from_unsupported_body_version(http, url):
+    # The header/body disagreement is reported, not the unsupported body version.
+    msg = body("tools/list", version="2099-01-01")
+    rpc_error(post(http, url, msg, headers_for(msg, version=VERSION)), 400, -32020)
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("value", ["tools/call", "TOOLS/LIST", "Tools/List", "tools/list/"])
+def test_mcp_method_mismatch(http, url, value):
+    msg = body("tools/list")
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Method=value)), 400, -32020)
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("msg,value", [
+    (echo_call(), "weather"),
+    (echo_call(), "ECHO"),
+    (body("prompts/get", {"name": "greet", "arguments": {"name": "x"}}), "greeting"),
+    (body("resources/read", {"uri": "test://hello"}), "test://other"),
+], ids=["tools/call", "tools/call-case", "prompts/get", "resources/read"])
+def test_mcp_name_mismatch(http, url, msg, value):
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Name=value)), 400, -32020)
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("value", [
+    "=?base64?not*base64!?=",   # bad alphabet
+    "=?base64?ZWNobw?=",        # missing padding
+    "=?base64?/w==?=",          # decodes to invalid UTF-8
+])
+def test_malformed_base64_sentinel(http, url, value):
+    msg = echo_call()
+    err = rpc_error(post(http, url, msg, headers_for(msg, Mcp_Name=value)), 400, -32020)
+    assert "Mcp-Name" in err["message"]
+    still_ok(http, url)
+
+
+def test_base64_sentinel_of_other_name_mismatches(http, url):
+    msg = echo_call()
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Name=b64("weather"))), 400, -32020)
+    still_ok(http, url)
+
+
+def test_valid_base64_sentinel_accepted(http, url):
+    msg = echo_call("sentinel")
+    res = result_of(post(http, url, msg, headers_for(msg, Mcp_Name=b64("echo"))))
+    assert res["content"][0]["text"] == "sentinel"
+    # A URI that cannot travel as a plain header value.
+    uri = "test://caf\u00e9 menu"
+    msg = body("resources/read", {"uri": uri})
+    res = result_of(post(http, url, msg, headers_for(msg, Mcp_Name=b64(uri))))
+    assert res["contents"][0]["text"] == "espresso"
+    still_ok(http, url)
+
+
+def test_uppercase_base64_marker_is_a_literal(http, url):
+    msg = echo_call()
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Name="=?BASE64?ZWNobw==?=")), 400, -32020)
+    still_ok(http, url)
+
+
+# ============================================================================ Mcp-Param-*
+
+
+def test_mcp_param_headers_accepted(http, url):
+    msg = weather_call({"region": "eu-west", "count": 7})
+    res = result_of(post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu-west", Mcp_Param_Count="7")))
+    assert res["content"][0]["text"] == "eu-west:7"
+    still_ok(http, url)
+
+
+def test_mcp_param_header_missing(http, url):
+    msg = weather_call({"region": "eu-west"})
+    err = rpc_error(post(http, url, msg, headers_for(msg)), 400, -32020)
+    assert "Mcp-Param-Region" in err["message"]
+    # The optional one too, once the body has a value for it.
+    msg = weather_call({"region": "eu", "count": 2})
+    err = rpc_error(post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu")), 400, -32020)
+    assert "Mcp-Param-Count" in err["message"]
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("hdr,args", [
+    ({"Mcp-Param-Region": "us-east"}, {"region": "eu-west"}),
+    ({"Mcp-Param-Region": "EU-WEST"}, {"region": "eu-west"}),
+    ({"Mcp-Param-Region": "eu", "Mcp-Param-Count": "43"}, {"region": "eu", "count": 42}),
+    ({"Mcp-Param-Region": "eu", "Mcp-Param-Count": "forty-two"}, {"region": "eu", "count": 42}),
+    ({"Mcp-Param-Region": "eu", "Mcp-Param-Count": "42.5"}, {"region": "eu", "count": 42}),
+], ids=["string", "string-case", "int", "int-not-a-number", "int-fraction"])
+def test_mcp_param_header_mismatch(http, url, hdr, args):
+    msg = weather_call(args)
+    rpc_error(post(http, url, msg, {**headers_for(msg), **hdr}), 400, -32020)
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("header,body_value", [("42", 42.0), ("42.0", 42), ("042", 42), ("4.2e1", 42), ("+42", 42)])
+def test_mcp_param_numeric_comparison(http, url, header, body_value):
+    # Integers are compared numerically: the header check passes (no -32020, HTTP 200).
+    msg = weather_call({"region": "eu", "count": body_value})
+    resp = post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu", Mcp_Param_Count=header))
+    res = result_of(resp)
+    if type(body_value) is int:
+        assert res["content"][0]["text"] == "eu:42", res
+    still_ok(http, url)
+
+
+def test_integral_float_argument_reaches_integer_parameter(http, url):
+    # JSON Schema: 42.0 is an integer. The header layer already treats it as 42.
+    msg = weather_call({"region": "eu", "count": 42.0})
+    res = result_of(post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu", Mcp_Param_Count="42")))
+    assert not res.get("isError"), res
+    assert res["content"][0]["text"] == "eu:42"
+
+
+def test_mcp_param_present_but_body_null(http, url):
+    msg = weather_call({"region": "eu", "count": None})
+    err = rpc_error(post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu", Mcp_Param_Count="1")), 400, -32020)
+    assert "Mcp-Param-Count" in err["message"]
+    still_ok(http, url)
+
+
+def test_mcp_param_present_but_body_missing(http, url):
+    msg = weather_call({"region": "eu"})
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu", Mcp_Param_Count="1")), 400, -32020)
+    still_ok(http, url)
+
+
+def test_mcp_param_absent_for_null_passes_header_check(http, url):
+    # Null means "no header": the header check passes and the tool itself judges the null.
+    msg = weather_call({"region": "eu", "count": None})
+    resp = post(http, url, msg, headers_for(msg, Mcp_Param_Region="eu"))
+    assert resp.status_code == 200, resp.text
+    assert "error" not in resp.json() or resp.json()["error"]["code"] != -32020
+    still_ok(http, url)
+
+
+def test_mcp_param_base64_value(http, url):
+    region = "z\u00fcrich "
+    msg = weather_call({"region": region})
+    res = result_of(post(http, url, msg, headers_for(msg, Mcp_Param_Region=b64(region))))
+    assert res["content"][0]["text"] == f"{region}:1"
+    still_ok(http, url)
+
+
+def test_unannotated_mcp_param_header_is_ignored(http, url):
+    msg = echo_call("x")
+    result_of(post(http, url, msg, headers_for(msg, Mcp_Param_Text="something else")))
+    still_ok(http, url)
+
+
+# ============================================================================ header syntax
+
+
+def test_header_names_in_odd_case(http, url):
+    msg = weather_call({"region": "eu", "count": 3})
+    hdrs = {
+        "content-type": "application/json",
+        "mcp-PROTOCOL-version": VERSION,
+        "MCP-METHOD": "tools/call",
+        "mCp-NaMe": "weather",
+        "MCP-PARAM-REGION": "eu",
+        "mcp-param-count": "3",
+    }
+    assert result_of(post(http, url, msg, hdrs))["content"][0]["text"] == "eu:3"
+    still_ok(http, url)
+
+
+def test_whitespace_around_mcp_name_accepted(http, url):
+    # httpx refuses to send surrounding whitespace, so write the request by hand.
+    msg = echo_call("ws")
+    payload = json.dumps(msg).encode()
+    raw = raw_post_bytes(url, payload, [
+        "Content-Type: application/json",
+        f"MCP-Protocol-Version: {VERSION}",
+        "Mcp-Method: tools/call",
+        "Mcp-Name: \t echo \t",
+        "Mcp-Param-Unused:  x ",
+    ])
+    status, hdrs, data = raw_http(url, raw)
+    assert status == 200, data
+    assert json.loads(data)["result"]["content"][0]["text"] == "ws"
+    still_ok(http, url)
+
+
+def test_session_id_and_last_event_id_are_ignored(http, url):
+    msg = echo_call("stateless")
+    resp = post(http, url, msg, headers_for(msg, Mcp_Session_Id="abc-123", Last_Event_ID="42"))
+    assert result_of(resp)["content"][0]["text"] == "stateless"
+    assert "mcp-session-id" not in resp.headers
+    still_ok(http, url)
+
+
+# ============================================================================ version / method / _meta
+
+
+def test_unsupported_version_header_equals_body(http, url):
+    msg = body("tools/list", version="2099-01-01")
+    err = rpc_error(post(http, url, msg, headers_for(msg)), 400, -32022)
+    assert err["data"]["requested"] == "2099-01-01"
+    assert VERSION in err["data"]["supported"]
+    still_ok(http, url)
+
+
+def test_legacy_version_is_unsupported(http, url):
+    msg = body("tools/list", version="2025-11-25")
+    err = rpc_error(post(http, url, msg, headers_for(msg)), 400, -32022)
+    assert err["data"]["requested"] == "2025-11-25"
+    still_ok(http, url)
+
+
+def test_unknown_method_is_404(http, url):
+    msg = body("foo/bar")
+    rpc_error(post(http, url, msg), 404, -32601)
+    still_ok(http, url)
+
+
+def test_header_mismatch_outranks_unknown_method(http, url):
+    msg = body("foo/bar")
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Method="tools/list")), 400, -32020)
+    rpc_error(post(http, url, msg, headers_for(msg, Mcp_Method=None)), 400, -32020)
+    still_ok(http, url)
+
+
+def test_non_string_tool_name_is_400_invalid_params(http, url):
+    msg = body("tools/call", {"name": 5})
+    rpc_error(post(http, url, msg, headers_for(body("tools/call"))), 400, -32602)
+    still_ok(http, url)
+
+
+def test_missing_meta_is_400_invalid_params(http, url):
+    msg = body("tools/list", with_meta=False)
+    rpc_error(post(http, url, msg, headers_for(msg, version=VERSION)), 400, -32602)
+    still_ok(http, url)
+
+
+def test_missing_client_capability_is_400(http, url):
+    msg = body("tools/call", {"name": "needs_sampling", "arguments": {}})
+    err = rpc_error(post(http, url, msg), 400, -32021)
+    assert "sampling" in err["data"]["requiredCapabilities"]
+    still_ok(http, url)
+
+
+def test_unknown_tool_is_200_invalid_params(http, url):
+    msg = body("tools/call", {"name": "no_such_tool", "arguments": {}})
+    rpc_error(post(http, url, msg), 200, -32602)
+    still_ok(http, url)
+
+
+def test_tool_error_result_is_200(http, url):
+    msg = body("tools/call", {"name": "fail", "arguments": {}})
+    res = result_of(post(http, url, msg))
+    assert res["isError"] is True
+    still_ok(http, url)
+
+
+def test_invalid_tool_arguments_is_200_iserror(http, url):
+    msg = echo_call()
+    msg["params"]["arguments"] = {"text": 5}
+    res = result_of(post(http, url, msg))
+    assert res["isError"] is True
+    still_ok(http, url)
+
+
+def test_unknown_resource_is_not_a_400(http, url):
+    msg = body("resources/read", {"uri": "test://nope"})
+    resp = post(http, url, msg)
+    assert resp.status_code == 200
+    assert "error" in resp.json()
+    still_ok(http, url)
+
+
+# ============================================================================ HTTP shape
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_non_post_methods_are_405(http, url, method):
+    resp = http.request(method, url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "x"})
+    err = rpc_error(resp, 405, -32600, id=None)
+    assert "id" not in resp.json() or resp.json()["id"] is None
+    assert resp.headers.get("allow") == "POST"
+    assert method in err["message"]
+    still_ok(http, url)
+
+
+def test_json_array_is_invalid_request(http, url):
+    msg = echo_call()
+    resp = post(http, url, [msg], headers_for(msg))
+    err = rpc_error(resp, 400, -32600, id=None)
+    assert "batch" in err["message"].lower()
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("content", [b'{"jsonrpc": "2.0", "id": 1, "method": ', b"not json", b""])
+def test_invalid_json_is_parse_error(http, url, content):
+    resp = post(http, url, None, headers_for(echo_call()), content=content)
+    rpc_error(resp, 400, -32700, id=None)
+    still_ok(http, url)
+
+
+def test_json_rpc_response_from_client_is_400(http, url):
+    resp = post(http, url, {"jsonrpc": "2.0", "id": 1, "result": {}},
+                {"Content-Type": "application/json", "MCP-Protocol-Version": VERSION, "Mcp-Method": "x"})
+    rpc_error(resp, 400, -32600, id=None)
+    still_ok(http, url)
+
+
+def test_wrong_jsonrpc_version_is_400(http, url):
+    msg = echo_call()
+    msg["jsonrpc"] = "1.0"
+    rpc_error(post(http, url, msg, headers_for(echo_call())), 400, -32600)
+    still_ok(http, url)
+
+
+def test_null_id_is_invalid_request(http, url):
+    msg = echo_call()
+    msg["id"] = None
+    rpc_error(post(http, url, msg, headers_for(echo_call())), 400, -32600, id=None)
+    still_ok(http, url)
+
+
+def test_params_array_is_invalid_request(http, url):
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []}
+    rpc_error(post(http, url, msg, headers_for(msg)), 400, -32600)
+    still_ok(http, url)
+
+
+def test_repeated_mcp_method_header_is_a_mismatch(http, url):
+    msg = echo_call()
+    hdrs = list(headers_for(msg).items()) + [("Mcp-Method", "tools/call")]
+    resp = http.post(url, content=json.dumps(msg).encode(), headers=hdrs)
+    rpc_error(resp, 400, -32020)
+    still_ok(http, url)
+
+
+def test_legacy_initialize_is_refused_naming_the_supported_versions(http, url):
+    msg = body("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "old", "version": "1"}}, with_meta=False)
+    err = rpc_error(post(http, url, msg), 400, -32022)
+    assert VERSION in err["data"]["supported"]
+    assert VERSION in err["message"]
+    still_ok(http, url)
+
+
+def test_initialize_with_modern_meta_is_a_removed_method(http, url):
+    # A 2026-07-28 request for a method this revision removed: 404 -32601 (server-stateless).
+    msg = body("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "old", "version": "1"}})
+    rpc_error(post(http, url, msg), 404, -32601)
+    still_ok(http, url)
+
+
+def test_other_path_is_404(http, url):
+    msg = echo_call()
+    resp = post(http, url.replace("/mcp", "/elsewhere"), msg)
+    assert resp.status_code == 404
+    still_ok(http, url)
+
+
+def _oversized(n: int) -> dict:
+    return echo_call("x" * n)
+
+
+def test_oversized_body_with_content_length(http, small_url):
+    msg = _oversized(2000)
+    err = rpc_error(post(http, small_url, msg), 413, -32600, id=None)
+    assert "1024" in err["message"]
+    still_ok(http, small_url)
+
+
+def test_oversized_chunked_body(http, small_url):
+    msg = _oversized(4000)
+    data = json.dumps(msg).encode()
+
+    def chunks():
+        for i in range(0, len(data), 500):
+            yield data[i:i + 500]
+
+    resp = http.post(small_url, content=chunks(), headers=headers_for(msg))
+    assert "content-length" not in {k.lower() for k in resp.request.headers}
+    rpc_error(resp, 413, -32600, id=None)
+    still_ok(http, small_url)
+
+
+def test_body_just_under_small_limit_is_served(http, small_url):
+    msg = _oversized(10)
+    size = len(json.dumps(msg).encode())
+    msg = _oversized(10 + 1024 - size)
+    assert len(json.dumps(msg).encode()) == 1024
+    assert result_of(post(http, small_url, msg))["content"][0]["text"] == "x" * (10 + 1024 - size)
+    still_ok(http, small_url)
+
+
+def test_default_limit_accepts_larger_bodies(http, url):
+    text = "y" * 100_000
+    assert result_of(post(http, url, echo_call(text)))["content"][0]["text"] == text
+    still_ok(http, url)
+
+
+def test_oversized_body_default_limit(http, url):
+    msg = _oversized(4 * 1024 * 1024 + 10)
+    rpc_error(post(http, url, msg), 413, -32600, id=None)
+    still_ok(http, url)
+
+
+# ============================================================================ Origin / Host
+
+
+def test_foreign_origin_forbidden(http, url):
+    msg = echo_call()
+    resp = post(http, url, msg, headers_for(msg, Origin="http://evil.example"))
+    rpc_error(resp, 403, -32600, id=None)
+    assert "id" not in resp.json()
+    still_ok(http, url)
+
+
+def test_foreign_host_and_origin_forbidden(http, url):
+    msg = echo_call()
+    resp = post(http, url, msg, headers_for(msg, Host="evil.example", Origin="http://evil.example"))
+    rpc_error(resp, 403, -32600, id=None)
+    assert "id" not in resp.json()
+    still_ok(http, url)
+
+
+def test_foreign_host_without_origin_forbidden(http, url):
+    msg = echo_call()
+    resp = post(http, url, msg, headers_for(msg, Host="attacker.example:80"))
+    rpc_error(resp, 403, -32600, id=None)
+    still_ok(http, url)
+
+
+def test_foreign_origin_on_get_forbidden(http, url):
+    resp = http.get(url, headers={"Origin": "https://evil.example"})
+    rpc_error(resp, 403, -32600, id=None)
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:{port}", "http://127.0.0.1:{port}", "http://localhost"])
+def test_localhost_origin_allowed(http, url, origin):
+    port = httpx.URL(url).port
+    msg = echo_call("local")
+    resp = post(http, url, msg, headers_for(msg, Origin=origin.format(port=port)))
+    assert result_of(resp)["content"][0]["text"] == "local"
+    still_ok(http, url)
+
+
+def test_localhost_lookalike_origin_forbidden(http, url):
+    msg = echo_call()
+    resp = post(http, url, msg, headers_for(msg, Origin="http://localhost.evil.example"))
+    rpc_error(resp, 403, -32600, id=None)
+    still_ok(http, url)
+
+
+def test_null_origin_forbidden(http, url):
+    msg = echo_call()
+    rpc_error(post(http, url, msg, headers_for(msg, Origin="null")), 403, -32600, id=None)
+    still_ok(http, url)
+
+
+def test_origin_with_userinfo_naming_foreign_host_forbidden(http, url):
+    msg = echo_call()
+    resp = post(http, url, msg, headers_for(msg, Origin="http://localhost:1@evil.example"))
+    assert resp.status_code == 403, resp.text
+
+
+# ============================================================================ notifications
+
+
+def test_notification_gets_202(http, url):
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 1, "reason": "test", "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}}}
+    hdrs = {"Content-Type": "application/json", "MCP-Protocol-Version": VERSION, "Mcp-Method": "notifications/cancelled"}
+    resp = post(http, url, note, hdrs)
+    assert resp.status_code == 202
+    assert resp.content == b""
+    still_ok(http, url)
+
+
+def test_notification_without_mcp_headers_gets_202(http, url):
+    resp = post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"Content-Type": "application/json"})
+    assert resp.status_code == 202
+    assert resp.content == b""
+    still_ok(http, url)
+
+
+# ============================================================================ SSE progress
+
+
+def _sse_events(text: str) -> list[dict]:
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        data = [ln[5:].lstrip(" ") if ln.startswith("data:") else None for ln in block.split("\n")]
+        data = [d for d in data if d is not None]
+        if data:
+            events.append(json.loads("\n".join(data)))
+    return events
+
+
+def test_progress_streams_sse_before_result(http, url):
+    msg = body("tools/call", {"name": "progress_steps", "arguments": {"steps": 3},
+                              "_meta": {"progressToken": "tok-1"}}, id=77)
+    with http.stream("POST", url, content=json.dumps(msg).encode(), headers=headers_for(msg)) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        assert resp.headers["x-accel-buffering"] == "no"
+        text = resp.read().decode()
+    events = _sse_events(text)
+    assert len(events) == 4, events
+    progress, final = events[:-1], events[-1]
+    assert [e["method"] for e in progress] == ["notifications/progress"] * 3
+    assert [e["params"]["progress"] for e in progress] == [1, 2, 3]
+    assert all(e["params"]["progressToken"] == "tok-1" and e["params"]["total"] == 3 for e in progress)
+    assert "id" not in progress[0]
+    assert final["id"] == 77
+    assert final["result"]["content"][0]["text"] == "finished 3"
+    still_ok(http, url)
+
+
+def test_no_progress_token_means_plain_json(http, url):
+    msg = body("tools/call", {"name": "progress_steps", "arguments": {"steps": 2}})
+    assert result_of(post(http, url, msg))["content"][0]["text"] == "finished 2"
+    still_ok(http, url)
+
+
+def test_progress_without_sse_accept_gets_json(http, url):
+    msg = body("tools/call", {"name": "progress_steps", "arguments": {"steps": 2},
+                              "_meta": {"progressToken": 5}})
+    resp = post(http, url, msg, headers_for(msg, Accept="application/json"))
+    assert result_of(resp)["content"][0]["text"] == "finished 2"
+    still_ok(http, url)
+
+
+# ============================================================================ cancellation
+
+
+def _wait_for(path, wanted: str, timeout: float = 5.0) -> str:
+    deadline = time.monotonic() + timeout
+    content = ""
+    while time.monotonic() < deadline:
+        try:
+            content = path.read_text()
+        except FileNotFoundError:
+            content = ""
+        if content == wanted:
+            return content
+        time.sleep(0.02)
+    return content
+
+
+def test_client_disconnect_cancels_handler(http, url, tmp_path):
+    marker = tmp_path / "sleepy.marker"
+    msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 20}}, id=9)
+    raw = raw_post_bytes(url, json.dumps(msg).encode(), [
+        f"{k}: {v}" for k, v in headers_for(msg).items()])
+    u = httpx.URL(url)
+    sock = socket.create_connection((u.host, u.port), timeout=5)
+    try:
+        sock.sendall(raw)
+        assert _wait_for(marker, "started") == "started"
+    finally:
+        sock.close()  # the client goes away mid-handler
+    assert _wait_for(marker, "cancelled") == "cancelled"
+    still_ok(http, url)
+
+
+def test_completed_handler_is_not_marked_cancelled(http, url, tmp_path):
+    marker = tmp_path / "quick.marker"
+    msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 0.01}})
+    assert result_of(post(http, url, msg))["content"][0]["text"] == "woke up"
+    assert marker.read_text() == "completed"
+    still_ok(http, url)
+
+
+def test_disconnect_while_streaming_cancels_handler(http, url, tmp_path):
+    marker = tmp_path / "stream.marker"
+    msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 20},
+                              "_meta": {"progressToken": "s"}}, id=10)
+    raw = raw_post_bytes(url, json.dumps(msg).encode(), [f"{k}: {v}" for k, v in headers_for(msg).items()])
+    u = httpx.URL(url)
+    sock = socket.create_connection((u.host, u.port), timeout=5)
+    try:
+        sock.sendall(raw)
+        got = b""
+        while b"notifications/progress" not in got:  # the stream has started
+            chunk = sock.recv(4096)
+            assert chunk, got
+            got += chunk
+        assert b"text/event-stream" in got.lower()
+        assert _wait_for(marker, "started") == "started"
+    finally:
+        sock.close()
+    assert _wait_for(marker, "cancelled") == "cancelled"
+    still_ok(http, url)

@@ -1,0 +1,247 @@
+"""Interop: REAL third-party MCP clients against OUR Streamable HTTP server.
+
+The peers are the official SDK clients, installed from the package registries by
+``scripts/install_peers.sh`` (once per session, cached under ``tests/.peers``):
+
+* Python SDK, PyPI ``mcp==2.3.0``, in its own venv: ``mcp.client.Client(url, mode=...)``
+  (``tests/interop/py_peer.py``);
+* TypeScript SDK v2, npm ``@modelcontextprotocol/client@2.4.0``, on Node.js:
+  ``Client`` + ``StreamableHTTPClientTransport`` with ``versionNegotiation``
+  (``tests/interop/ts_peer.cjs``).
+
+Our server runs for real: ``python -m mcpkit serve --http --port PORT examples/demo.py``.
+Each peer connects (pinned to 2026-07-28, and by ``server/discover`` auto-negotiation),
+lists the tools, calls ``add`` / ``convert_temperature`` / ``count_down`` (progress over
+SSE) and a failing tool call, and prints JSON that the tests check. A peer that cannot be
+installed (registry unreachable) FAILS these tests: CI installs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INTEROP = Path(__file__).resolve().parent / "interop"
+INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"
+DEMO = ROOT / "examples" / "demo.py"
+VERSION = "2026-07-28"
+DEMO_TOOLS = {"add", "convert_temperature", "count_down"}
+
+#: (peer, mode) pairs that must fully interoperate. Python SDK modes are what
+#: ``Client(mode=...)`` takes; TypeScript ``pin`` is ``versionNegotiation: {mode: {pin: VERSION}}``.
+MODERN = [
+    pytest.param("python", VERSION, id="python-sdk-pinned"),
+    pytest.param("python", "auto", id="python-sdk-auto"),
+    pytest.param("typescript", "pin", id="ts-sdk-pinned"),
+    pytest.param("typescript", "auto", id="ts-sdk-auto"),
+]
+
+INSTALL_TIMEOUT = 900  # a cold install takes well under a minute; a slow registry may take more
+PEER_TIMEOUT = 90
+
+
+# ------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="session")
+def interop_peers() -> dict[str, str]:
+    """Install (or find cached) the peer clients; FAIL, not skip, when that is impossible."""
+    try:
+        proc = subprocess.run(["bash", str(INSTALL_PEERS)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"scripts/install_peers.sh did not finish in {INSTALL_TIMEOUT} s "
+                    f"(package registry unreachable or very slow?)\n{_tail(exc.stderr)}", pytrace=False)
+    if proc.returncode != 0:
+        pytest.fail("could not install the interop peer clients (PyPI mcp / npm @modelcontextprotocol/client): "
+                    f"scripts/install_peers.sh exited {proc.returncode}. Are PyPI and the npm registry reachable?\n"
+                    f"{_tail(proc.stderr)}", pytrace=False)
+    where = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    for key in ("PEER_PYTHON", "PEER_NODE", "PEER_NODE_PREFIX"):
+        if not where.get(key):
+            pytest.fail(f"scripts/install_peers.sh printed no {key}=...; stdout was:\n{proc.stdout}", pytrace=False)
+    return where
+
+
+@pytest.fixture(scope="module")
+def interop_server_url() -> Iterator[str]:
+    """Our real HTTP server (the demo), on a free loopback port."""
+    port = _free_port()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), str(DEMO)],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    pytest.fail(f"mcpkit serve --http exited {proc.returncode} before listening:\n"
+                                f"{_tail(log.read().decode(errors='replace'))}", pytrace=False)
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        pytest.fail("mcpkit serve --http did not listen within 30 s", pytrace=False)
+                    time.sleep(0.1)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def run_peer(interop_peers: dict[str, str], interop_server_url: str) -> Callable[[str, str], dict[str, Any]]:
+    """``run_peer(peer, mode)`` -> the peer's JSON report (each pair runs once per module)."""
+    cache: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def run(peer: str, mode: str) -> dict[str, Any]:
+        if (peer, mode) not in cache:
+            if peer == "python":
+                argv = [interop_peers["PEER_PYTHON"], str(INTEROP / "py_peer.py"), interop_server_url, mode]
+            else:
+                argv = [interop_peers["PEER_NODE"], str(INTEROP / "ts_peer.cjs"),
+                        interop_peers["PEER_NODE_PREFIX"], interop_server_url, mode]
+            cache[peer, mode] = _run_json(argv)
+        return cache[peer, mode]
+
+    return run
+
+
+# ------------------------------------------------------------------ the acceptance test
+@pytest.mark.parametrize("peer, mode", MODERN)
+def test_peer_lists_tools_and_calls_add(run_peer, peer: str, mode: str) -> None:
+    out = run_peer(peer, mode)
+    _no_error(out)
+    assert out["protocolVersion"] == VERSION
+    assert DEMO_TOOLS <= set(out["tools"]), out["tools"].keys()
+    add = out["tools"]["add"]
+    assert add["inputSchema"]["type"] == "object"
+    assert add["inputSchema"]["properties"]["a"]["type"] == "integer"
+    assert sorted(add["inputSchema"].get("required", [])) == ["a", "b"]
+
+    result = out["add"]
+    assert not result.get("isError"), result
+    assert result["structuredContent"] == {"result": 5}
+    texts = [c["text"] for c in result["content"] if c["type"] == "text"]
+    assert texts and json.loads(texts[0]) == {"result": 5}
+
+
+# ------------------------------------------------------------------ beyond the basics
+@pytest.mark.parametrize("peer, mode", MODERN)
+def test_peer_structured_output_matches_output_schema(run_peer, peer: str, mode: str) -> None:
+    """The TS SDK validates structuredContent against the tool's outputSchema (AJV)."""
+    out = run_peer(peer, mode)
+    _no_error(out)
+    assert out["tools"]["convert_temperature"]["outputSchema"]["required"] == ["value", "unit"]
+    assert out["convert"]["structuredContent"] == {"value": 100, "unit": "celsius"}
+    assert not out["convert"].get("isError")
+
+
+@pytest.mark.parametrize("peer, mode", MODERN)
+def test_peer_gets_progress_over_sse(run_peer, peer: str, mode: str) -> None:
+    """count_down reports progress: the response switches to text/event-stream."""
+    out = run_peer(peer, mode)
+    _no_error(out)
+    assert [c.get("text") for c in out["countDown"]["content"]] == ["liftoff"]
+    progress = out["progress"]
+    assert [p["progress"] for p in progress] == [0, 1, 2, 3], progress
+    assert all(p["total"] == 3 for p in progress), progress
+    assert progress[-1]["message"] == "0 to go"
+
+
+@pytest.mark.parametrize("peer, mode", MODERN)
+def test_peer_sees_tool_error_as_result(run_peer, peer: str, mode: str) -> None:
+    out = run_peer(peer, mode)
+    _no_error(out)
+    err = out["toolError"]
+    assert err["isError"] is True
+    assert "between 0 and 100" in err["content"][0]["text"]
+
+
+@pytest.mark.parametrize("peer, mode", MODERN)
+def test_peer_learns_server_identity(run_peer, peer: str, mode: str) -> None:
+    out = run_peer(peer, mode)
+    _no_error(out)
+    assert out["add"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcpkit-demo"
+    if mode != VERSION:  # the Python SDK's pinned mode synthesizes its DiscoverResult: no serverInfo
+        assert out["serverInfo"]["name"] == "mcpkit-demo"
+
+
+# ------------------------------------------------------------------ legacy-only clients
+@pytest.mark.parametrize("peer, mode", [
+    pytest.param("python", "legacy", id="python-sdk-legacy"),
+    pytest.param("typescript", "default", id="ts-sdk-default-legacy"),
+])
+def test_legacy_initialize_is_refused_naming_supported_versions(run_peer, peer: str, mode: str) -> None:
+    """Our server is 2026-07-28 only. A client doing the 2025 ``initialize`` handshake
+    (the TS SDK's *default*) gets HTTP 400 + -32022 with ``data.supported``, as the
+    versioning rules ask (a modern-only server names its versions in that error)."""
+    out = run_peer(peer, mode)
+    err = out.get("error")
+    assert err and err["step"] == "connect", out
+    if peer == "python":
+        assert err["code"] == -32022, err
+        assert err["data"]["supported"] == [VERSION], err
+    else:  # the TS SDK surfaces the HTTP error: status and body
+        assert err["data"]["status"] == 400, err
+        body = json.loads(err["data"]["text"])
+        assert body["error"]["code"] == -32022
+        assert body["error"]["data"]["supported"] == [VERSION]
+        assert body["error"]["data"]["requested"].startswith("20")
+
+
+# ------------------------------------------------------------------ helpers
+def _run_json(argv: list[str]) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "NODE_OPTIONS")}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_TIMEOUT, env=env,
+                              stdin=subprocess.DEVNULL, cwd=INTEROP)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"peer {argv[1]} did not finish in {PEER_TIMEOUT} s\n{_tail(exc.stderr)}", pytrace=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        pytest.fail(f"peer {Path(argv[1]).name} exited {proc.returncode} without a report\n"
+                    f"stdout: {_tail(proc.stdout)}\nstderr: {_tail(proc.stderr)}", pytrace=False)
+    out = json.loads(lines[-1])
+    out["_stderr"] = proc.stderr[-4000:]
+    return out
+
+
+def _no_error(out: dict[str, Any]) -> None:
+    err = out.get("error")
+    if err:
+        detail = err.get("traceback") or err.get("stack") or ""
+        pytest.fail(f"{out['peer']} {out['peerVersion']} (mode {out['mode']}) failed at {err['step']}: "
+                    f"{err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(text: str | bytes | None, n: int = 40) -> str:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return "\n".join((text or "").splitlines()[-n:])
