@@ -36,14 +36,14 @@ legs=()
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
-    requirements | suite) legs+=("$1") ;;
+    requirements | suite | legacy-requirements | legacy-suite) legs+=("$1") ;;
     --) shift; extra=("$@"); break ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) log "unknown argument '$1' (legs: requirements, suite; extra harness args after --)"; exit 2 ;;
     esac
     shift
 done
-[ ${#legs[@]} -eq 0 ] && legs=(requirements suite)
+[ ${#legs[@]} -eq 0 ] && legs=(requirements suite legacy-requirements legacy-suite)
 
 command -v "$PYTHON" >/dev/null 2>&1 || { log "interpreter '$PYTHON' not found (set PYTHON)"; exit 2; }
 if ! (cd / && "$PYTHON" -c 'import mcpkit') >/dev/null 2>&1; then
@@ -90,8 +90,10 @@ done
 failed=()
 for leg in "${legs[@]}"; do
     case "$leg" in
-    requirements) args=(--requirements 2026-07-28 --expected-failures "$HERE/baseline-server-2026-07-28.yml") ;;
-    suite) args=(--suite all --spec-version 2026-07-28 --expected-failures "$HERE/baseline-server-suite-2026-07-28.yml") ;;
+    requirements) rev=2026-07-28; args=(--requirements 2026-07-28 --expected-failures "$HERE/baseline-server-2026-07-28.yml") ;;
+    suite) rev=2026-07-28; args=(--suite all --spec-version 2026-07-28 --expected-failures "$HERE/baseline-server-suite-2026-07-28.yml") ;;
+    legacy-requirements) rev=2025-11-25; args=(--requirements 2025-11-25 --expected-failures "$HERE/baseline-server-2025-11-25.yml") ;;
+    legacy-suite) rev=2025-11-25; args=(--suite all --spec-version 2025-11-25 --expected-failures "$HERE/baseline-server-suite-2025-11-25.yml") ;;
     esac
     printf '\n===== leg %s: %s =====\n' "$leg" "${args[*]} ${extra[*]:-}"
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -100,15 +102,15 @@ for leg in "${legs[@]}"; do
     out="$RESULTS_ROOT/server-$leg-$(date +%Y%m%dT%H%M%S)-$$"
     bash "$RUN" server "$URL" "${args[@]}" --output-dir "$out" ${extra[@]+"${extra[@]}"}
     rc=$?
-    if [ "$leg" = requirements ] && [ -f "$out/harness.log" ]; then
+    if [ "${leg#legacy-}" = requirements ] && [ -f "$out/harness.log" ]; then
         # With a baseline the harness prints no "not scored" list: count the scored ones here.
-        bash "$RUN" list --requirements 2026-07-28 2>/dev/null |
+        bash "$RUN" list --requirements "$rev" 2>/dev/null |
             awk '/^Server scenarios/ {f = 1; next} /^[^ ]/ {f = 0} f && /^  - / {print $2}' >"$out/required.txt"
-        sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" | awk -v req="$out/required.txt" '
+        sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" | awk -v req="$out/required.txt" -v rev="$rev" '
             BEGIN { while ((getline l < req) > 0) { r[l] = 1; k++ } }
             / passed, [0-9]+ failed/ && ($1 == "✓" || $1 == "✗") {
                 n = $2; sub(/:$/, "", n); if (n in r) { if ($1 == "✓") p++; else f++ } }
-            END { printf "scored for requirements 2026-07-28: %d passed, %d failed (of %d required)\n", p, f, k }'
+            END { printf "scored for requirements %s: %d passed, %d failed (of %d required)\n", rev, p, f, k }'
     fi
     # The harness's baseline verdict (expected / unexpected failures, stale entries) is in its log.
     [ -f "$out/harness.log" ] &&

@@ -5,7 +5,14 @@
 #     (it brings pydantic, httpx, ... which must not leak into mcpkit's environment);
 #   * the official TypeScript SDK v2 client, npm @modelcontextprotocol/client@$MCP_TS_VERSION,
 #     installed with `npm install --prefix`, plus a Node.js new enough for it: the `node` on
-#     PATH when it satisfies the package's "engines", else npm's node-linux-<arch>@22.
+#     PATH when it satisfies the package's "engines", else npm's node-linux-<arch>@22;
+#   * (only when asked for, see below) the MCP Inspector, npm
+#     @modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION (used by tests/test_inspector.py),
+#     installed the same way, with a Node.js satisfying its "engines" (>=22.19.0): the one
+#     chosen above, or the `node` on PATH, when new enough, else npm's node-linux-<arch>@22.
+#
+# Arguments name the peers to install: any of `python`, `typescript`, `inspector`, or `all`.
+# Without arguments: `python typescript` (what tests/test_interop.py uses).
 #
 # Idempotent and cached: a finished install leaves a stamp and is not redone. Progress goes
 # to stderr (only when something is installed); stdout is KEY=VALUE lines saying where:
@@ -15,15 +22,22 @@
 #   PEER_PYTHON=...        the python of the venv holding mcp
 #   PEER_NODE=...          the node binary to run the TypeScript peer with
 #   PEER_NODE_PREFIX=...   the npm prefix holding node_modules/@modelcontextprotocol/client
+#   PEER_INSPECTOR_NODE=...    (inspector) the node binary to run the Inspector with
+#   PEER_INSPECTOR_PREFIX=...  (inspector) the npm prefix holding node_modules/@modelcontextprotocol/inspector
+#   PEER_INSPECTOR_CLI=...     (inspector) its launcher script: `$PEER_INSPECTOR_NODE $PEER_INSPECTOR_CLI --cli ...`
+#
+# (PEER_PYTHON is printed when `python` is installed; PEER_NODE and PEER_NODE_PREFIX when
+# `typescript` is.)
 #
 # Environment: MCPKIT_PEERS_DIR (install root), MCPKIT_PEER_PYTHON (interpreter that makes
 # the venv, default python3), MCPKIT_PEER_NODE (node binary to use, skips the Node check).
-# Exit status: 0 when both peers are ready; non-zero with a message on stderr otherwise
-# (e.g. a package registry is unreachable).
+# Exit status: 0 when the peers asked for are ready; non-zero with a message on stderr
+# otherwise (e.g. a package registry is unreachable).
 set -euo pipefail
 
 MCP_PY_VERSION=2.3.0
 MCP_TS_VERSION=2.4.0
+MCP_INSPECTOR_VERSION=2.12.0
 NODE_FALLBACK_MAJOR=22
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,6 +46,18 @@ PEERS="${MCPKIT_PEERS_DIR:-$root/tests/.peers}"
 
 log() { printf 'install_peers: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+WANT_PYTHON=0 WANT_TS=0 WANT_INSPECTOR=0
+[ "$#" -gt 0 ] || set -- python typescript
+for peer in "$@"; do
+    case "$peer" in
+        python) WANT_PYTHON=1 ;;
+        typescript) WANT_TS=1 ;;
+        inspector) WANT_INSPECTOR=1 ;;
+        all) WANT_PYTHON=1 WANT_TS=1 WANT_INSPECTOR=1 ;;
+        *) die "unknown peer '$peer' (expected python, typescript, inspector or all)" ;;
+    esac
+done
 
 mkdir -p "$PEERS"
 [ -f "$PEERS/.gitignore" ] || printf '*\n' > "$PEERS/.gitignore"
@@ -46,7 +72,7 @@ fi
 VENV="$PEERS/venv-mcp"
 PY_STAMP="$VENV/.peer-stamp"
 PEER_PYTHON="$VENV/bin/python"
-if [ "$(cat "$PY_STAMP" 2>/dev/null)" != "mcp==$MCP_PY_VERSION" ] || [ ! -x "$PEER_PYTHON" ]; then
+if [ "$WANT_PYTHON" = 1 ] && { [ "$(cat "$PY_STAMP" 2>/dev/null)" != "mcp==$MCP_PY_VERSION" ] || [ ! -x "$PEER_PYTHON" ]; }; then
     base="${MCPKIT_PEER_PYTHON:-python3}"
     command -v "$base" >/dev/null 2>&1 || die "no '$base' to create the peer venv with"
     log "installing mcp==$MCP_PY_VERSION (PyPI) into its own venv $VENV"
@@ -71,7 +97,25 @@ TS_PKG="$NODE_PREFIX/node_modules/@modelcontextprotocol/client/package.json"
 TS_STAMP="$NODE_PREFIX/.peer-stamp"
 
 node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# node_at_least NODE X.Y.Z: does that node binary run Node.js >= X.Y.Z?
+node_at_least() {
+    [ -n "$1" ] && [ -x "$1" ] || return 1
+    "$1" -e 'const w = process.argv[1].split(".").map(Number), h = process.versions.node.split(".").map(Number);
+             for (let i = 0; i < 3; i++) { if ((h[i] || 0) !== (w[i] || 0)) process.exit((h[i] || 0) > (w[i] || 0) ? 0 : 1); }' \
+        "$2" >/dev/null 2>&1
+}
+# The fallback Node.js: npm's node-linux-<arch>@NODE_FALLBACK_MAJOR, installed in $PEERS/node<major>.
+fallback_node_path() {
+    local arch
+    case "$(uname -m)" in
+        x86_64 | amd64) arch=x64 ;;
+        aarch64 | arm64) arch=arm64 ;;
+        *) return 1 ;;
+    esac
+    printf '%s/node%s/node_modules/node-linux-%s/bin/node' "$PEERS" "$NODE_FALLBACK_MAJOR" "$arch"
+}
 
+if [ "$WANT_TS" = 1 ]; then
 if [ "$(cat "$TS_STAMP" 2>/dev/null)" != "@modelcontextprotocol/client@$MCP_TS_VERSION" ] || [ ! -f "$TS_PKG" ]; then
     command -v npm >/dev/null 2>&1 ||
         die "npm is needed to install @modelcontextprotocol/client (Debian: apt-get install nodejs npm)"
@@ -119,8 +163,73 @@ else
 fi
 [ "$(node_major "$PEER_NODE")" -ge "$need_major" ] ||
     die "$PEER_NODE is Node.js $(node_major "$PEER_NODE"); @modelcontextprotocol/client@$MCP_TS_VERSION needs >= $need_major"
+fi  # WANT_TS
+
+# ----------------------------------------------- MCP Inspector (npm @modelcontextprotocol/inspector)
+INSPECTOR_PREFIX="$PEERS/inspector"
+INSPECTOR_DIR="$INSPECTOR_PREFIX/node_modules/@modelcontextprotocol/inspector"
+INSPECTOR_PKG="$INSPECTOR_DIR/package.json"
+INSPECTOR_CLI="$INSPECTOR_DIR/clients/launcher/build/index.js"
+INSPECTOR_STAMP="$INSPECTOR_PREFIX/.peer-stamp"
+if [ "$WANT_INSPECTOR" = 1 ]; then
+    if [ "$(cat "$INSPECTOR_STAMP" 2>/dev/null)" != "@modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION" ] ||
+            [ ! -f "$INSPECTOR_PKG" ] || [ ! -f "$INSPECTOR_CLI" ]; then
+        command -v npm >/dev/null 2>&1 ||
+            die "npm is needed to install @modelcontextprotocol/inspector (Debian: apt-get install nodejs npm)"
+        log "installing @modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION (npm) into $INSPECTOR_PREFIX"
+        mkdir -p "$INSPECTOR_PREFIX"
+        [ -f "$INSPECTOR_PREFIX/package.json" ] || printf '{"private": true}\n' > "$INSPECTOR_PREFIX/package.json"
+        start=$SECONDS
+        # npm itself may run on an older Node.js than the Inspector's "engines": that is fine,
+        # the Inspector is run with the Node.js chosen below.
+        npm install --prefix "$INSPECTOR_PREFIX" --no-audit --no-fund --no-update-notifier --loglevel=error \
+            --fetch-retries=2 --fetch-timeout=30000 --engine-strict=false \
+            "@modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION" >&2 ||
+            die "npm install @modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION failed (is the npm registry reachable?)"
+        [ -f "$INSPECTOR_CLI" ] || die "$INSPECTOR_CLI missing after npm install"
+        printf '@modelcontextprotocol/inspector@%s' "$MCP_INSPECTOR_VERSION" > "$INSPECTOR_STAMP"
+        log "@modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION ready in $((SECONDS - start)) s"
+    fi
+
+    # Its "engines": {"node": ">=X.Y.Z"}.
+    inspector_need="$(sed -n 's/.*"node" *: *"[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$INSPECTOR_PKG" | head -1)"
+    inspector_need="${inspector_need:-$NODE_FALLBACK_MAJOR}"
+    PEER_INSPECTOR_NODE=""
+    for candidate in "${MCPKIT_PEER_NODE:-}" "${PEER_NODE:-}" "$(command -v node 2>/dev/null || true)" \
+                     "$(fallback_node_path || true)"; do
+        if node_at_least "$candidate" "$inspector_need"; then
+            PEER_INSPECTOR_NODE="$candidate"
+            break
+        fi
+    done
+    if [ -z "$PEER_INSPECTOR_NODE" ]; then
+        fallback="$(fallback_node_path)" ||
+            die "no Node.js >= $inspector_need found and no npm node package for $(uname -m)"
+        pkg="$(basename "$(dirname "$(dirname "$fallback")")")"
+        NODE_DIR="$PEERS/node$NODE_FALLBACK_MAJOR"
+        command -v npm >/dev/null 2>&1 || die "npm is needed to install $pkg@$NODE_FALLBACK_MAJOR"
+        log "Node.js >= $inspector_need needed for the Inspector: installing $pkg@$NODE_FALLBACK_MAJOR (npm) into $NODE_DIR"
+        mkdir -p "$NODE_DIR"
+        [ -f "$NODE_DIR/package.json" ] || printf '{"private": true}\n' > "$NODE_DIR/package.json"
+        npm install --prefix "$NODE_DIR" --no-audit --no-fund --no-update-notifier --loglevel=error \
+            --fetch-retries=2 --fetch-timeout=30000 "$pkg@$NODE_FALLBACK_MAJOR" >&2 ||
+            die "npm install $pkg@$NODE_FALLBACK_MAJOR failed (is the npm registry reachable?)"
+        node_at_least "$fallback" "$inspector_need" ||
+            die "$fallback is Node.js $("$fallback" --version 2>/dev/null || echo '?'); the Inspector needs >= $inspector_need"
+        PEER_INSPECTOR_NODE="$fallback"
+    fi
+fi
 
 printf 'PEERS_DIR=%s\n' "$PEERS"
-printf 'PEER_PYTHON=%s\n' "$PEER_PYTHON"
-printf 'PEER_NODE=%s\n' "$PEER_NODE"
-printf 'PEER_NODE_PREFIX=%s\n' "$NODE_PREFIX"
+if [ "$WANT_PYTHON" = 1 ]; then
+    printf 'PEER_PYTHON=%s\n' "$PEER_PYTHON"
+fi
+if [ "$WANT_TS" = 1 ]; then
+    printf 'PEER_NODE=%s\n' "$PEER_NODE"
+    printf 'PEER_NODE_PREFIX=%s\n' "$NODE_PREFIX"
+fi
+if [ "$WANT_INSPECTOR" = 1 ]; then
+    printf 'PEER_INSPECTOR_NODE=%s\n' "$PEER_INSPECTOR_NODE"
+    printf 'PEER_INSPECTOR_PREFIX=%s\n' "$INSPECTOR_PREFIX"
+    printf 'PEER_INSPECTOR_CLI=%s\n' "$INSPECTOR_CLI"
+fi

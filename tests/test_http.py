@@ -434,11 +434,19 @@ def test_unknown_resource_is_not_a_400(http, url):
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
 def test_non_post_methods_are_405(http, url, method):
-    resp = http.request(method, url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "x"})
+    # Without a legacy session, GET and DELETE mean nothing on the stateless wire.
+    resp = http.request(method, url, headers={"Accept": "text/event-stream"})
     err = rpc_error(resp, 405, -32600, id=None)
     assert "id" not in resp.json() or resp.json()["id"] is None
     assert resp.headers.get("allow") == "POST"
     assert method in err["message"]
+    still_ok(http, url)
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_get_and_delete_with_an_unknown_session_are_404(http, url, method):
+    resp = http.request(method, url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": "no-such-session"})
+    rpc_error(resp, 404, -32600, id=None)
     still_ok(http, url)
 
 
@@ -492,12 +500,16 @@ def test_repeated_mcp_method_header_is_a_mismatch(http, url):
     still_ok(http, url)
 
 
-def test_legacy_initialize_is_refused_naming_the_supported_versions(http, url):
+def test_legacy_initialize_opens_a_session(http, url):
+    # Dual-era: a 2025-11-25 initialize gets a legacy session beside the stateless wire.
     msg = body("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                               "clientInfo": {"name": "old", "version": "1"}}, with_meta=False)
-    err = rpc_error(post(http, url, msg), 400, -32022)
-    assert VERSION in err["data"]["supported"]
-    assert VERSION in err["message"]
+    resp = post(http, url, msg, headers={"Content-Type": "application/json",
+                                         "Accept": "application/json, text/event-stream"})
+    assert resp.status_code == 200
+    sid = resp.headers["mcp-session-id"]
+    assert sid and all(0x21 <= ord(c) <= 0x7E for c in sid)
+    assert resp.json()["result"]["protocolVersion"] == "2025-11-25"
     still_ok(http, url)
 
 

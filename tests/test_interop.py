@@ -191,22 +191,16 @@ def test_peer_learns_server_identity(run_peer, peer: str, mode: str) -> None:
     pytest.param("python", "legacy", id="python-sdk-legacy"),
     pytest.param("typescript", "default", id="ts-sdk-default-legacy"),
 ])
-def test_legacy_initialize_is_refused_naming_supported_versions(run_peer, peer: str, mode: str) -> None:
-    """Our server is 2026-07-28 only. A client doing the 2025 ``initialize`` handshake
-    (the TS SDK's *default*) gets HTTP 400 + -32022 with ``data.supported``, as the
-    versioning rules ask (a modern-only server names its versions in that error)."""
+def test_legacy_client_lists_tools_and_calls_add(run_peer, peer: str, mode: str) -> None:
+    """Our server is dual-era: a client doing the 2025-11-25 ``initialize`` handshake (the TS
+    SDK's default) gets a legacy session on the same endpoint and the same tools."""
     out = run_peer(peer, mode)
-    err = out.get("error")
-    assert err and err["step"] == "connect", out
-    if peer == "python":
-        assert err["code"] == -32022, err
-        assert err["data"]["supported"] == [VERSION], err
-    else:  # the TS SDK surfaces the HTTP error: status and body
-        assert err["data"]["status"] == 400, err
-        body = json.loads(err["data"]["text"])
-        assert body["error"]["code"] == -32022
-        assert body["error"]["data"]["supported"] == [VERSION]
-        assert body["error"]["data"]["requested"].startswith("20")
+    _no_error(out)
+    assert out["protocolVersion"] == "2025-11-25"
+    assert DEMO_TOOLS <= set(out["tools"]), out["tools"].keys()
+    result = out["add"]
+    assert not result.get("isError"), result
+    assert result["structuredContent"] == {"result": 5}
 
 
 # ------------------------------------------------------------------ helpers

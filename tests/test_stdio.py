@@ -8,11 +8,17 @@ valid request is still answered. Every line the server writes is checked against
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import META, TEST_SERVER, VERSION, line, params, request
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # ====================================================================== the must-have table
@@ -273,22 +279,29 @@ def test_modern_request_may_be_the_very_first_line(fresh_demo):
     }
 
 
-def test_initialize_gets_an_error_naming_supported_versions(fresh_demo):
-    # A legacy client's very first line.
-    reply = fresh_demo.ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+def test_initialize_on_a_modern_only_server_names_supported_versions(tmp_path):
+    # A legacy client's very first line, to a server built with legacy=False.
+    src = tmp_path / "modern_only.py"
+    src.write_text("from mcpkit import Server\nserver = Server('m', '1', legacy=False)\n"
+                   "@server.tool()\ndef echo(text: str) -> str:\n    return text\n"
+                   "if __name__ == '__main__':\n    server.run()\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    line = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}})
-    err = reply["error"]
+    out = subprocess.run([sys.executable, str(src)], input=line + "\n", capture_output=True, text=True,
+                         timeout=20, env=env).stdout
+    err = json.loads(out.splitlines()[0])["error"]
     assert err["code"] == -32022
     assert VERSION in err["message"]
     assert err["data"]["supported"] == [VERSION]
     assert err["data"]["requested"] == "2025-11-25"
+
+
+def test_initialize_without_params_is_refused_cleanly(fresh_demo):
+    reply = fresh_demo.ask({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
+    assert reply["error"]["code"] == -32602
+    assert "initialize" in reply["error"]["message"]
     fresh_demo.assert_alive()
-
-
-def test_initialize_without_params_is_still_refused_cleanly(demo):
-    reply = demo.ask({"jsonrpc": "2.0", "id": 0, "method": "initialize"})
-    assert reply["error"]["code"] == -32022
-    assert VERSION in reply["error"]["message"]
 
 
 def test_stdin_eof_exits_promptly(fresh_demo):

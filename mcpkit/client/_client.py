@@ -443,5 +443,7 @@ def _retry_version(exc: errors.MCPError, current: str) -> str | None:
     supported = data.get("supported")
     if not isinstance(supported, list):
         return None
-    chosen = versions.pick_version([v for v in supported if isinstance(v, str)])
-    return chosen if chosen is not None and chosen != current else None
+    # Re-send with a version from ``supported`` (a new id); the caller does this at most once.
+    # That may be ``current`` again: a server that rejected it while listing it (e.g. a
+    # mixed-version deployment mid-rollout) gets one more try with it.
+    return versions.pick_version([v for v in supported if isinstance(v, str)])

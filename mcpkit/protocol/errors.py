@@ -54,6 +54,14 @@ def invalid_params(message: str, data: Any = None) -> MCPError:
     return MCPError(INVALID_PARAMS, message, data)
 
 
+class ResourceNotFound(MCPError):
+    """-32602 with ``data.uri`` (2026-07-28); legacy sessions answer it as -32002."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
 def internal_error(message: str = "Internal error") -> MCPError:
     return MCPError(INTERNAL_ERROR, message)
 

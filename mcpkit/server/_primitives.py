@@ -222,4 +222,4 @@ def assistant(content: str | Any) -> t.PromptMessage:
 
 
 def not_found(uri: str) -> errors.MCPError:
-    return errors.invalid_params(f"Resource not found: {uri}", {"uri": uri})
+    return errors.ResourceNotFound(uri)

@@ -16,7 +16,7 @@ from ..protocol import meta as M
 from ..protocol import types as t
 from ._bus import Bus, Change, InMemoryBus
 from ._context import Context, Emit
-from ._input import InputRequired, MrtrAnswers
+from ._input import AskFn, InputRequired, MrtrAnswers
 from ._state import INVALID_STATE_MESSAGE, KeyRing, StateError, StateSealer, digest_arguments
 from ._pagination import page
 from ._primitives import (
@@ -25,6 +25,15 @@ from ._primitives import (
 from ._uritemplate import UriTemplate
 
 log = logging.getLogger("mcpkit.server")
+
+def legacy_result(result: Any) -> dict[str, Any]:
+    """A result shaped for 2025-11-25: no resultType or cache hints (they are 2026-07-28 fields)."""
+    out = msgspec.to_builtins(result)
+    out.pop("resultType", None)
+    out.pop("ttlMs", None)
+    out.pop("cacheScope", None)
+    return out
+
 
 def _has_modern_meta(raw_params: Any) -> bool:
     params = codec.params_dict(raw_params)
@@ -72,6 +81,7 @@ class Server:
         state_keys: list[str | bytes] | KeyRing | None = None,
         state_ttl: float = 600.0,
         bus: Bus | None = None,
+        legacy: bool = True,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -107,6 +117,8 @@ class Server:
         #: Fan-out of change notifications to subscriptions/listen streams.
         self.bus: Bus = bus if bus is not None else InMemoryBus()
         self._listeners: set[asyncio.Future] = set()
+        #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
+        self.legacy = legacy
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
         self._refresh_capabilities()
         self._handlers: dict[str, Callable[[Context, Any], Awaitable[Any]]] = {
@@ -351,22 +363,33 @@ class Server:
         return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
 
     async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None,
-                          *, principal: str | None = None) -> Reply:
+                          *, principal: str | None = None, ask: "AskFn | None" = None) -> Reply:
         """Answer a request that passed :meth:`check`.
 
         ``principal`` names the authenticated caller, when the transport knows it; MRTR
-        state is bound to it.
+        state is bound to it. ``ask`` (legacy sessions) sends input requests to the client as
+        real requests instead of answering ``input_required``; results are then shaped for
+        the 2025-11-25 wire.
         """
         method = req.method
         params = checked.params
         ctx = Context(self, req.id, method, params.meta, checked.meta, emit)
         try:
-            binding = self._open_input(ctx, method, params, principal) if method in _MRTR_METHODS else None
+            binding = None
+            if method in _MRTR_METHODS:
+                if ask is None:
+                    binding = self._open_input(ctx, method, params, principal)
+                else:
+                    ctx._ask = ask
             try:
                 result = await self._handlers[method](ctx, params)
-            except InputRequired as ask:
-                result = self._input_required(ctx, binding, ask)  # type: ignore[arg-type]
+            except InputRequired as need:
+                if binding is None:  # pragma: no cover - legacy asks never unwind
+                    raise errors.internal_error("input was requested outside MRTR") from None
+                result = self._input_required(ctx, binding, need)
         except errors.MCPError as exc:
+            if ask is not None and isinstance(exc, errors.ResourceNotFound):
+                exc = errors.MCPError(errors.LEGACY_RESOURCE_NOT_FOUND, exc.message, exc.data)
             return Reply(codec.encode_error(req.id, exc), exc.code)
         except asyncio.CancelledError:
             raise
@@ -374,6 +397,8 @@ class Server:
             log.exception("internal error while handling %s", method)
             exc = errors.internal_error(f"Internal error while handling {method}")
             return Reply(codec.encode_error(req.id, exc), exc.code)
+        if ask is not None:
+            return Reply(codec.encode_result(req.id, legacy_result(result)), None)
         if result.meta is UNSET:
             result.meta = self._result_meta
         elif self._result_meta is not UNSET:

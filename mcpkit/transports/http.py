@@ -14,7 +14,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
-from ..protocol import codec, errors, headers as H
+from ..protocol import codec, eras, errors, headers as H, versions
 from ..protocol.types import CallToolParams
 
 if TYPE_CHECKING:
@@ -120,12 +120,20 @@ class HttpApp:
         allowed_origins: Iterable[str] | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         keepalive_interval: float = 15.0,
+        session_idle_timeout: float = 1800.0,
+        max_sessions: int = 1000,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
+        self.sessions: Any = None
+        if server.legacy:
+            from ._http_legacy import LegacySessions
+
+            self.sessions = LegacySessions(server, idle_timeout=session_idle_timeout, max_sessions=max_sessions,
+                                           keepalive=keepalive_interval)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -162,7 +170,9 @@ class HttpApp:
         except codec.InvalidMessage as exc:
             await _json(send, 400, codec.encode_error(exc.id, exc.error))
             return
-        if type(msg) is codec.Request:
+        if self.sessions is not None and self._is_legacy(msg, hdrs):
+            await self.sessions.post(msg, hdrs, send)
+        elif type(msg) is codec.Request:
             await self._request(msg, hdrs, receive, send)
         elif type(msg) is codec.Notification:
             # Accepted and ignored: on HTTP a closed stream is the cancel signal, and no other
@@ -173,7 +183,27 @@ class HttpApp:
             await _json(send, 400, codec.encode_error(None, errors.invalid_request(
                 "clients must not send JSON-RPC responses")))
 
+    @staticmethod
+    def _is_legacy(msg: Any, hdrs: dict) -> bool:
+        """Era of a POST, from its body, with the version header as the cross-check: a body
+        carrying modern ``_meta`` (or a modern version header) is never served as legacy."""
+        header = hdrs.get("mcp-protocol-version")
+        if header is not None and versions.is_modern(header.strip()):
+            return False
+        if type(msg) is codec.Response:
+            return "mcp-session-id" in hdrs
+        if type(msg) is codec.Notification:
+            return "mcp-session-id" in hdrs
+        return eras.request_era(codec.params_dict(msg.params)) == "legacy"
+
     async def _not_post(self, scope: Scope, receive: Receive, send: Send, method: str, hdrs: dict) -> None:
+        if self.sessions is not None and "mcp-session-id" in hdrs:
+            if method == "GET":
+                await self.sessions.get_stream(hdrs, receive, send)
+                return
+            if method == "DELETE":
+                await self.sessions.delete(hdrs, send)
+                return
         await send({"type": "http.response.start", "status": 405,
                     "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": codec.encode_error(None, errors.MCPError(
@@ -381,6 +411,8 @@ def run_http_server(
         async def shutdown(self, sockets: Any = None) -> None:
             # Listen streams never end on their own: close them gracefully so shutdown can finish.
             server.close_listeners()
+            if app.sessions is not None:
+                app.sessions.close_all()
             await super().shutdown(sockets)
 
     _Server(config).run()

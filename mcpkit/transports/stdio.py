@@ -14,7 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..protocol import codec, errors
+from ..protocol import codec, eras, errors
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -55,6 +55,44 @@ class StdioServerSession:
         self.write = write
         self.inflight: dict[Any, asyncio.Task] = {}
         self.listens: set[asyncio.Task] = set()  # open subscriptions/listen handlers
+        #: Decided by the first ``initialize`` (legacy) or ``_meta``-carrying request (modern).
+        self.era: str | None = None
+        self.legacy: Any = None  # the LegacySession of a legacy process
+
+    async def _write_async(self, data: bytes) -> None:
+        self.write(data)
+
+    def _route(self, req: codec.Request) -> str | errors.MCPError:
+        """Which era serves ``req``: the process's, decided by its first request."""
+        era = self.era
+        if era == "modern" and req.method != "initialize":
+            return "modern"  # the hot path: no second look at params
+        params = codec.params_dict(req.params)
+        kind = eras.request_era(params)
+        if era is None:
+            if kind == "modern":
+                self.era = "modern"
+                return "modern"
+            if req.method == "initialize" and self.server.legacy:
+                from ..server._legacy import LegacySession
+
+                bad = LegacySession.validate_initialize(params)
+                if bad is not None:
+                    return bad  # a broken handshake decides nothing
+                self.era = "legacy"
+                self.legacy = LegacySession(self.server, send=self._write_async)
+                return "legacy"
+            return "modern"  # undecided: the modern ladder answers it (and names what is missing)
+        if era == "modern":
+            if kind == "modern":
+                return "modern"
+            return errors.invalid_request(
+                "this stdio session already speaks 2026-07-28 (per-request _meta); initialize is not accepted now")
+        if kind == "modern":
+            return errors.invalid_request(
+                f"this stdio session speaks {self.legacy.version or 'the legacy protocol'} after initialize; "
+                "a 2026-07-28 request (_meta) cannot be mixed in: start a new process")
+        return "legacy"
 
     def feed(self, line: bytes) -> None:
         """Handle one inbound line (without its newline)."""
@@ -70,16 +108,24 @@ class StdioServerSession:
                 # Ids must be unique among in-flight requests; answering would be ambiguous.
                 self.write(codec.encode_error(msg.id, errors.invalid_request(f"id {msg.id!r} is already in flight")))
                 return
-            task = asyncio.get_running_loop().create_task(self._serve(msg))
+            route = self._route(msg)
+            if isinstance(route, errors.MCPError):
+                self.write(codec.encode_error(msg.id, route))
+                return
+            task = asyncio.get_running_loop().create_task(self._serve(msg) if route == "modern" else self._serve_legacy(msg))
             self.inflight[msg.id] = task
             if msg.method == "subscriptions/listen":
                 self.listens.add(task)
         elif type(msg) is codec.Notification:
             if msg.method == "notifications/cancelled":
                 self._cancel(msg.params)
+            elif self.legacy is not None:
+                self.legacy.handle_notification(msg)
             # Other client notifications carry nothing a stateless server must act on.
+        elif self.legacy is not None:
+            self.legacy.handle_response(msg)  # an answer to our sampling/elicitation/roots request
         else:
-            log.warning("ignoring a JSON-RPC response from the client (servers send no requests)")
+            log.warning("ignoring a JSON-RPC response from the client (2026-07-28 servers send no requests)")
 
     def _cancel(self, raw: Any) -> None:
         params = codec.params_dict(raw) if raw is not None else None
@@ -110,7 +156,19 @@ class StdioServerSession:
             # so with notifications/cancelled (the one use servers may make of it).
             write(encode("notifications/cancelled", {"requestId": req.id, "reason": "subscription closed by server"}))
 
+    async def _serve_legacy(self, req: codec.Request) -> None:
+        try:
+            reply = await self.legacy.handle(req, self._write_async)
+        except asyncio.CancelledError:
+            return
+        finally:
+            if self.inflight.get(req.id) is asyncio.current_task():
+                del self.inflight[req.id]
+        self.write(reply.body)
+
     async def drain(self, timeout: float | None) -> None:
+        if self.legacy is not None:
+            self.legacy.close()  # nobody is left to answer our requests or read notifications
         # The client closed stdin: its listen streams are over; other requests may finish.
         for task in list(self.listens):
             task.cancel()

@@ -1,0 +1,228 @@
+"""Serving 2025-11-25 (and earlier) clients: the ``initialize`` handshake and its session.
+
+A :class:`LegacySession` holds what the legacy protocol keeps between requests (the
+negotiated version, client capabilities, log level, resource subscriptions) and turns each
+legacy request into the same handler call a modern request makes, with a ``_meta`` built
+from the session. Input questions (``ctx.elicit`` ...) go to the client as real requests.
+Transports feed it messages and give it ways to send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import msgspec
+
+from ..protocol import codec, errors, eras, inbound, versions
+from ..protocol import meta as M
+from ._server import Reply
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+log = logging.getLogger("mcpkit.server")
+
+#: Sends one raw JSON-RPC message (bytes) to the client.
+SendRaw = Callable[[bytes], Awaitable[None]]
+
+
+class LegacySession:
+    """One legacy client: a stdio process, or one ``Mcp-Session-Id`` on HTTP."""
+
+    def __init__(self, server: "Server", *, send: SendRaw | None = None, request_timeout: float = 600.0,
+                 supported_versions: tuple[str, ...] = versions.LEGACY_VERSIONS) -> None:
+        self.server = server
+        #: Session-level channel (stdio: stdout; HTTP: the GET stream, when one is open).
+        self.send = send
+        self.request_timeout = request_timeout
+        self.supported_versions = supported_versions
+        self.version: str | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] | None = None
+        self.initialized = False  # notifications/initialized received
+        self.log_level: str | None = None
+        self.subscriptions: set[str] = set()
+        self.inflight: dict[Any, asyncio.Task] = {}
+        self._pending: dict[Any, asyncio.Future] = {}
+        self._ids = itertools.count(1)
+        self._pump: asyncio.Task | None = None
+        self._sub: Any = None
+        self.closed = False
+
+    # ------------------------------------------------------------ inbound
+    @staticmethod
+    def validate_initialize(params: Any) -> errors.MCPError | None:
+        """Checks an ``initialize`` before any session exists for it."""
+        if not isinstance(params, dict):
+            return errors.invalid_params("initialize needs params")
+        if not isinstance(params.get("protocolVersion"), str):
+            return errors.invalid_params("initialize: protocolVersion must be a string")
+        if not isinstance(params.get("capabilities"), dict):
+            return errors.invalid_params("initialize: capabilities must be an object")
+        info = params.get("clientInfo")
+        if not (isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)):
+            return errors.invalid_params("initialize: clientInfo needs a name and a version")
+        return None
+
+    async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None) -> Reply:
+        """Answer one legacy request; ``emit_raw`` is the request's own stream, if any."""
+        try:
+            return await self._handle(req, emit_raw)
+        except errors.MCPError as exc:
+            return Reply(codec.encode_error(req.id, exc), exc.code)
+
+    async def _handle(self, req: codec.Request, emit_raw: SendRaw | None) -> Reply:
+        method = req.method
+        params = codec.params_dict(req.params)
+        if method == "initialize":
+            return self._initialize(req.id, params)
+        if method == "ping":
+            return Reply(codec.encode_result(req.id, {}), None)
+        if self.version is None:
+            raise errors.invalid_request("the session is not initialized: send initialize first")
+        if params is not None and not isinstance(params, dict):
+            raise errors.invalid_params("params must be an object")
+        params = dict(params or {})
+        if method == "logging/setLevel":
+            level = params.get("level")
+            if level not in M.LOG_LEVEL_RANK:
+                raise errors.invalid_params(f"unknown log level {level!r}")
+            self.log_level = level
+            return Reply(codec.encode_result(req.id, {}), None)
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                raise errors.invalid_params(f"{method}: uri must be a string")
+            if "resources" not in self.server._capability_names:
+                raise errors.method_not_found(method)
+            (self.subscriptions.add if method == "resources/subscribe" else self.subscriptions.discard)(uri)
+            return Reply(codec.encode_result(req.id, {}), None)
+        if method in eras.MODERN_ONLY_METHODS:
+            raise errors.method_not_found(method)
+        # Everything else is the modern handler with a _meta built from this session.
+        meta = dict(params.get("_meta") or {})
+        meta[M.PROTOCOL_VERSION] = self.version
+        meta[M.CLIENT_CAPABILITIES] = self.client_capabilities
+        if self.client_info is not None:
+            meta[M.CLIENT_INFO] = self.client_info
+        if self.log_level is not None:
+            meta[M.LOG_LEVEL] = self.log_level
+        params["_meta"] = meta
+        checked = inbound.check_request(method, params, (self.version,), self.server._capability_names)
+        emit = self._emitter(emit_raw)
+
+        async def ask(requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+            keys = list(requests)
+            answers = await asyncio.gather(*(self.request(requests[k]["method"], requests[k].get("params"), emit_raw) for k in keys))
+            return dict(zip(keys, answers))
+
+        return await self.server.run_checked(req, checked, emit, ask=ask)
+
+    def _initialize(self, rid: Any, params: Any) -> Reply:
+        if self.version is not None:
+            raise errors.invalid_request("already initialized: initialize may be sent once per session")
+        bad = self.validate_initialize(params)
+        if bad is not None:
+            raise bad
+        self.version = eras.negotiate_legacy(params["protocolVersion"], self.supported_versions)
+        self.client_capabilities = params["capabilities"]
+        self.client_info = params["clientInfo"]
+        server = self.server
+        result: dict[str, Any] = {
+            "protocolVersion": self.version,
+            "capabilities": msgspec.to_builtins(server.capabilities),
+            "serverInfo": msgspec.to_builtins(server.info),
+        }
+        if server.instructions is not None:
+            result["instructions"] = server.instructions
+        self._start_pump()
+        return Reply(codec.encode_result(rid, result), None)
+
+    def handle_notification(self, note: codec.Notification) -> None:
+        if note.method == "notifications/initialized":
+            self.initialized = True
+        elif note.method == "notifications/cancelled":
+            params = codec.params_dict(note.params) if note.params is not None else None
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            task = self.inflight.get(rid) if type(rid) in (int, str) else None
+            if task is not None:
+                task.cancel()
+        # notifications/roots/list_changed and others: nothing is cached, so nothing to do.
+
+    def handle_response(self, resp: codec.Response) -> None:
+        """A client's answer to one of our requests."""
+        fut = self._pending.pop(resp.id, None)
+        if fut is None or fut.done():
+            log.debug("ignoring a response to unknown request %r", resp.id)
+            return
+        if resp.error is not None:
+            err = resp.error
+            fut.set_exception(errors.MCPError(err.get("code", 0), err.get("message", ""), err.get("data")))
+        else:
+            fut.set_result(resp.result if resp.result is not None else {})
+
+    # ------------------------------------------------------------ outbound
+    def _emitter(self, emit_raw: SendRaw | None) -> Callable[[str, dict], Awaitable[None]]:
+        async def emit(method: str, params: dict) -> None:
+            target = emit_raw or self.send
+            if target is not None:
+                await target(codec.encode_notification(method, params))
+
+        return emit
+
+    async def request(self, method: str, params: dict | None, emit_raw: SendRaw | None = None) -> Any:
+        """Send a server-to-client request (sampling, elicitation, roots) and await the answer."""
+        target = emit_raw or self.send
+        if target is None:
+            raise errors.internal_error(f"no channel to send {method} to the client")
+        rid = next(self._ids)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        try:
+            await target(codec.encode_request(rid, method, params or {}))
+            return await asyncio.wait_for(fut, self.request_timeout)
+        except asyncio.TimeoutError:
+            raise errors.internal_error(f"the client did not answer {method} in time") from None
+        finally:
+            self._pending.pop(rid, None)
+
+    async def notify(self, method: str, params: dict | None = None) -> None:
+        if self.send is not None and not self.closed:
+            try:
+                await self.send(codec.encode_notification(method, params))
+            except Exception:  # the session's stream is gone; the client re-opens or ends it
+                log.debug("dropped %s: the session stream is closed", method)
+
+    def _start_pump(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._sub = self.server.bus.subscribe()
+        self._pump = asyncio.ensure_future(self._forward())
+
+    async def _forward(self) -> None:
+        """Push list changes and subscribed resource updates, as 2025-11-25 sessions expect."""
+        async for change in self._sub:
+            if change.kind == "resource_updated":
+                uri = change.uri or ""
+                if any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in self.subscriptions):
+                    await self.notify("notifications/resources/updated", {"uri": uri})
+            else:
+                await self.notify(f"notifications/{change.kind}/list_changed")
+
+    def close(self) -> None:
+        self.closed = True
+        if self._sub is not None:
+            self._sub.close()
+        if self._pump is not None:
+            self._pump.cancel()
+        for task in list(self.inflight.values()):
+            task.cancel()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(errors.internal_error("the session ended"))
+        self._pending.clear()
