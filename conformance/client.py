@@ -11,9 +11,10 @@ Exit status 0 when the scenario's client-side flow ran to the end, non-zero othe
 Only mcpkit's public client API is used (``from mcpkit import Client``). Scenarios not known
 here get a sensible default: discover, list tools, call every listed tool with stub arguments.
 
-Not implemented yet (exit 2 with a message):
-  * protocol version 2025-11-25 (the legacy ``initialize`` lifecycle: a later issue);
-  * auth/* scenarios (OAuth: a later issue).
+The revision picks the lifecycle: 2026-07-28 pins the stateless wire, 2025-11-25 (and older)
+pins the legacy ``initialize`` handshake with sessions.
+
+Not implemented yet (exit 2 with a message): auth/* scenarios (OAuth: a later issue).
 
 Usage: python conformance/client.py [--scenario NAME] <server-url>
 """
@@ -74,13 +75,17 @@ def sample(params: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": ""}, "model": "conformance-stub"}
 
 
+#: The lifecycle this run must use, from MCP_CONFORMANCE_PROTOCOL_VERSION (set in main).
+MODE = MODERN_VERSION
+
+
 def make_client(url: str, **kw: Any) -> Client:
-    """A Client speaking the 2026-07-28 stateless wire, with every input handler declared."""
+    """A Client pinned to this run's era, with every input handler declared."""
     kw.setdefault("elicitation", elicit)
     kw.setdefault("sampling", sample)
     kw.setdefault("roots", [])
     kw.setdefault("client_info", CLIENT_INFO)
-    return Client(url, protocol_version=MODERN_VERSION, **kw)
+    return Client(url, mode=MODE, **kw)
 
 
 def stub_arguments(input_schema: dict[str, Any]) -> dict[str, Any]:
@@ -215,6 +220,32 @@ async def json_schema_2020_12_preservation(url: str) -> None:
         await client.call_tool("json_schema_echo", {"schema": focal.inputSchema})
 
 
+@scenario("initialize")
+async def initialize(url: str) -> None:
+    async with make_client(url) as client:
+        tools = await client.list_tools()
+        log.info("connected (%s %s); tools: %s", client.era, client.legacy_version, [t.name for t in tools])
+
+
+@scenario("elicitation-sep1034-client-defaults")
+async def elicitation_defaults(url: str) -> None:
+    # The server asks with a schema full of defaults; elicit() accepts with exactly those.
+    async with make_client(url) as client:
+        await client.list_tools()
+        result = await client.call_tool("test_client_elicitation_defaults", {})
+        log.info("result: %s", result.content)
+
+
+@scenario("sse-retry")
+async def sse_retry(url: str) -> None:
+    # The server closes the POST's event stream mid-call; the client resumes it with a GET
+    # carrying Last-Event-ID after the advertised retry delay, and gets the result there.
+    async with make_client(url) as client:
+        await client.list_tools()
+        result = await client.call_tool("test_reconnection", {})
+        log.info("result: %s", result.content)
+
+
 async def default_flow(url: str) -> None:
     """Unknown scenario: discover (if the server has it), list tools, call each one."""
     async with make_client(url) as client:
@@ -244,14 +275,13 @@ def main(argv: list[str]) -> int:
         print(f"client.py: scenario {name!r}: OAuth authorization is not implemented yet "
               "(it comes with the OAuth issue)", file=sys.stderr)
         return 2
+    global MODE
     if version in LEGACY_VERSIONS:
-        print(f"client.py: protocol version {version} (the legacy initialize lifecycle) is not "
-              "implemented in this conformance client yet (a later issue); only 2026-07-28 is",
-              file=sys.stderr)
-        return 2
-    if version != MODERN_VERSION:
-        print(f"client.py: unknown protocol version {version!r}; only {MODERN_VERSION} is supported",
-              file=sys.stderr)
+        MODE = "legacy"
+    elif version == MODERN_VERSION:
+        MODE = MODERN_VERSION
+    else:
+        print(f"client.py: unknown protocol version {version!r}", file=sys.stderr)
         return 2
 
     handler = SCENARIOS.get(name)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# conformance/run_client_leg.sh - mcpkit's client conformance leg (2026-07-28).
+# conformance/run_client_leg.sh [REV] - mcpkit's client conformance leg (REV: 2026-07-28, the
+# default, or 2025-11-25).
 #
 # Runs the official harness (via conformance/run.sh, which installs Node 22 + the harness
 # from npm and caches them) in client mode: for each client scenario the harness starts a
 # mock server and runs `$PYTHON conformance/client.py <mock-url>`:
 #
-#   requirements   --requirements 2026-07-28
-#                  --expected-failures conformance/baseline-client-2026-07-28.yml
+#   requirements   --requirements $REV
+#                  --expected-failures conformance/baseline-client-$REV.yml
 #
 # All scenarios run concurrently (25-70 s on 2 cores); run.sh's default client timeout
 # (60 s per scenario) applies. Exit status: the harness's (0 only if every scored scenario
@@ -18,6 +19,9 @@
 #   everything conformance/run.sh reads (CONFORMANCE_CACHE, CONFORMANCE_RESULTS, ...)
 # If $PYTHON cannot import mcpkit, the repository root is put on PYTHONPATH.
 set -uo pipefail
+
+REV=2026-07-28
+case "${1:-}" in 20[0-9][0-9]-*) REV="$1"; shift ;; esac
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
@@ -43,19 +47,19 @@ CMD="$PYBIN $HERE/client.py"
 
 mkdir -p "$RESULTS_ROOT"
 out="$RESULTS_ROOT/client-requirements-$(date +%Y%m%dT%H%M%S)-$$"
-printf '===== client leg: %s =====\n' "--requirements 2026-07-28 --expected-failures $HERE/baseline-client-2026-07-28.yml $*"
-bash "$RUN" client "$CMD" --requirements 2026-07-28 \
-    --expected-failures "$HERE/baseline-client-2026-07-28.yml" --output-dir "$out" "$@"
+printf '===== client leg: %s =====\n' "--requirements $REV --expected-failures $HERE/baseline-client-$REV.yml $*"
+bash "$RUN" client "$CMD" --requirements $REV \
+    --expected-failures "$HERE/baseline-client-$REV.yml" --output-dir "$out" "$@"
 rc=$?
 if [ -f "$out/harness.log" ]; then
     # With a baseline the harness prints no "not scored" list: count the scored ones here.
-    bash "$RUN" list --requirements 2026-07-28 2>/dev/null |
+    bash "$RUN" list --requirements $REV 2>/dev/null |
         awk '/^Client scenarios/ {f = 1; next} /^[^ ]/ {f = 0} f && /^  - / {print $2}' >"$out/required.txt"
-    sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" | awk -v req="$out/required.txt" '
+    sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" | awk -v req="$out/required.txt" -v rev="$REV" '
         BEGIN { while ((getline l < req) > 0) { r[l] = 1; k++ } }
         / passed, [0-9]+ failed/ && ($1 == "✓" || $1 == "✗") {
             n = $2; sub(/:$/, "", n); if (n in r) { if ($1 == "✓") p++; else f++ } }
-        END { printf "scored for requirements 2026-07-28: %d passed, %d failed (of %d required)\n", p, f, k }'
+        END { printf "scored for requirements %s: %d passed, %d failed (of %d required)\n", rev, p, f, k }'
     # The harness's baseline verdict (expected / unexpected failures, stale entries).
     sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" |
         sed -n '/^Expected failures (in baseline)\|^Unexpected failures\|^Stale baseline/,$p'

@@ -18,11 +18,15 @@ async def run_discover(target: list[str], *, as_json: bool, timeout: float) -> i
     what = url or " ".join(target)
     try:
         async with client:
-            raw = await client.request("server/discover")
+            raw = await client.discover_raw()
             if as_json:
                 sys.stdout.write(json.dumps(raw, indent=2, ensure_ascii=False) + "\n")
                 return 0
             card = await _gather(client, raw)
+            card["era"] = client.era
+            card["legacy_version"] = client.legacy_version
+        if card["era"] == "modern":
+            card["era"] = "dual" if await _answers_initialize(url or target, timeout) else "modern"
     except MCPError as exc:
         print(f"mcpkit discover: {what}: the server answered with error {exc.code}: {exc.message}", file=sys.stderr)
         return 1
@@ -34,6 +38,24 @@ async def run_discover(target: list[str], *, as_json: bool, timeout: float) -> i
         return 1
     sys.stdout.write(render_card(card))
     return 0
+
+
+async def _answers_initialize(target: Any, timeout: float) -> bool:
+    """Whether a modern server also speaks 2025-11-25 (a second, legacy-only connection)."""
+    import asyncio
+    import os
+
+    probe = Client(target, mode="legacy", timeout=min(timeout, 5.0), stderr=None if isinstance(target, str) else open(os.devnull, "w"))
+    try:
+        await asyncio.wait_for(probe.start(), min(timeout, 5.0))
+        return probe.era == "legacy"
+    except (MCPError, TransportError, OSError, asyncio.TimeoutError):
+        return False
+    finally:
+        try:
+            await probe.close()
+        except Exception:
+            pass
 
 
 async def _gather(client: Client, raw: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +95,13 @@ def render_card(card: dict[str, Any]) -> str:
     if info.get("description"):
         out.append(f"  {_line(info['description'])}")
     out.append("")
-    out.append(f"Era:           modern (stateless)")
+    era = card.get("era", "modern")
+    era_text = {
+        "modern": "modern (2026-07-28, stateless)",
+        "dual": "dual (2026-07-28 stateless, and the 2025-11-25 initialize handshake)",
+        "legacy": f"legacy ({card.get('legacy_version')}, initialize handshake)",
+    }.get(era, era)
+    out.append(f"Era:           {era_text}")
     out.append(f"Versions:      {', '.join(raw.get('supportedVersions') or [])}")
     caps = raw.get("capabilities") or {}
     cap_bits = []
@@ -81,7 +109,8 @@ def render_card(card: dict[str, Any]) -> str:
         flags = [f for f, on in (v or {}).items() if on is True] if isinstance(v, dict) else []
         cap_bits.append(f"{k} ({', '.join(flags)})" if flags else k)
     out.append(f"Capabilities:  {', '.join(cap_bits) or '(none)'}")
-    out.append(f"Caching:       ttlMs={raw.get('ttlMs')} cacheScope={raw.get('cacheScope')}")
+    if era != "legacy":
+        out.append(f"Caching:       ttlMs={raw.get('ttlMs')} cacheScope={raw.get('cacheScope')}")
     if raw.get("instructions"):
         out.append("")
         out.append("Instructions:")

@@ -52,7 +52,7 @@ class Scripted(ClientTransport):
 
 
 def scripted(answer: Callable[[str, dict], Any], **kw: Any) -> tuple[Client, Scripted]:
-    client = Client(Server("unused"), cache=False, **kw)
+    client = Client(Server("unused"), cache=False, mode="modern", **kw)
     client.transport = fake = Scripted(answer)
     return client, fake
 

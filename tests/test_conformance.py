@@ -41,3 +41,13 @@ def test_client_leg_2026_07_28() -> None:
     assert proc.returncode == 0, f"conformance client leg failed:\n{out[-6000:]}"
     # Only auth/* (the OAuth issue) may be baselined: every other scored scenario passes.
     assert "scored for requirements 2026-07-28: 7 passed, 25 failed (of 32 required)" in out
+
+
+def test_client_leg_2025_11_25() -> None:
+    proc = _run("conformance/run_client_leg.sh", "2025-11-25")
+    out = proc.stdout + proc.stderr
+    print(out)
+    assert proc.returncode == 0, f"conformance client leg (2025-11-25) failed:\n{out[-6000:]}"
+    # Only auth/* (the OAuth issue) may be baselined: initialize, tools_call,
+    # elicitation-sep1034-client-defaults and sse-retry pass.
+    assert "scored for requirements 2025-11-25: 4 passed, 14 failed (of 18 required)" in out

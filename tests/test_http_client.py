@@ -155,11 +155,12 @@ def test_wrong_path_raises_transport_error(url):
 
 def test_nothing_listening_raises_transport_error():
     async def go():
+        # Connecting probes the server's era, so the failure surfaces at connect time.
         async with mcpkit.Client(f"http://127.0.0.1:{free_port()}/mcp", timeout=5) as c:
-            with pytest.raises(TransportError):
-                await c.discover()
+            await c.discover()
 
-    run(go())
+    with pytest.raises(TransportError, match="failed"):
+        run(go())
 
 
 # ============================================================================ progress

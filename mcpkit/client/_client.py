@@ -17,6 +17,7 @@ from ..protocol import errors, versions
 from ..protocol import meta as M
 from ..protocol import types as t
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
+from ._era import DEFAULT_ERA_CACHE, EraCache, era_key
 from ._transports import ClientTransport, MemoryTransport, OnNote, StdioTransport, TransportError
 
 if TYPE_CHECKING:
@@ -72,6 +73,9 @@ class Client:
         roots: "RootsProvider | list[t.Root | dict] | None" = None,
         max_input_rounds: int = 8,
         protocol_version: str = versions.LATEST,
+        mode: str = "auto",
+        probe_timeout: float = 5.0,
+        era_cache: "EraCache | None" = None,
         timeout: float = 30.0,
         cache: bool = True,
         env: dict[str, str] | None = None,
@@ -97,6 +101,21 @@ class Client:
         self.timeout = timeout
         self.cache = ResponseCache() if cache else None
         self.on_notification = on_notification
+        if mode not in ("auto", "legacy", "modern") and not versions.is_modern(mode):
+            raise ValueError(f"mode must be 'auto', 'legacy', 'modern' or a modern protocol version, not {mode!r}")
+        if versions.is_modern(mode):
+            self.protocol_version = mode
+        self.mode = mode
+        self.probe_timeout = probe_timeout
+        self.era_cache = era_cache if era_cache is not None else DEFAULT_ERA_CACHE
+        #: "modern" or "legacy" once connected.
+        self.era: str | None = None
+        self.legacy_version: str | None = None
+        self.initialize_result: dict[str, Any] | None = None
+        self._discovered: dict[str, Any] | None = None
+        self._era_key: str | None = None
+        self._http_options = http_options
+        self._listeners: set[asyncio.Queue] = set()
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
         self.transport: ClientTransport = self._make_transport(target, env, cwd, stderr, http_options)
@@ -112,17 +131,22 @@ class Client:
         if isinstance(target, str) and target.startswith(("http://", "https://")):
             from ._http import HttpTransport
 
+            self._era_key = era_key(target)
+            self._url = target
             return HttpTransport(target, **http_options)
         if http_options:
             raise TypeError(f"unexpected options for a stdio server: {', '.join(http_options)}")
         argv = shlex.split(target) if isinstance(target, str) else list(target)
         if not argv:
             raise ValueError("empty command")
+        self._era_key = era_key(argv)
         return StdioTransport(argv[0], argv[1:], env=env, cwd=cwd, stderr=stderr, on_notification=self._notify_cb)
 
     def _notify_cb(self, method: str, params: dict) -> None:
         if self.cache is not None and method in _LIST_NOTES:
             self.cache.invalidate(method, params)
+        for q in self._listeners:  # legacy sessions: pushed changes feed listen()
+            q.put_nowait((method, params))
         if self.on_notification is not None:
             self.on_notification(method, params)
 
@@ -135,9 +159,143 @@ class Client:
         await self.close()
 
     async def start(self) -> None:
+        """Connect: start the transport and settle which era the server speaks."""
         if not self._started:
-            await self.transport.start()
             self._started = True
+            try:
+                await self.transport.start()
+                await self._settle_era()
+            except BaseException:
+                self._started = False
+                await self.transport.close()
+                raise
+
+    # ------------------------------------------------------------ era
+    async def _settle_era(self) -> None:
+        if isinstance(self.transport, MemoryTransport):
+            self.era = "modern"
+            return
+        if self.mode == "legacy":
+            await self._initialize()
+            return
+        if self.mode != "auto":
+            self.era = "modern"
+            return
+        cached = self.era_cache.get(self._era_key) if self._era_key else None
+        if cached == "legacy":
+            try:
+                await self._initialize()
+                return
+            except (errors.MCPError, TransportError) as exc:
+                log.info("cached era 'legacy' no longer works (%s); probing again", exc)
+                self.era_cache.forget(self._era_key)  # type: ignore[arg-type]
+                await self._restart_transport()
+        elif cached == "modern":
+            self.era = "modern"
+            self._era_unconfirmed = True
+            return
+        verdict = await self._probe()
+        if verdict == "legacy":
+            await self._initialize()
+        else:
+            self.era = "modern"
+        if self._era_key:
+            self.era_cache.put(self._era_key, self.era)  # type: ignore[arg-type]
+
+    _era_unconfirmed = False
+
+    async def _probe(self) -> str:
+        """Send server/discover under our preferred modern version and read the era off the answer."""
+        from ..protocol import eras
+
+        body = {"_meta": self._meta()}
+        rid = next(self._ids)
+        http = self._is_http()
+        try:
+            limit = min(self.probe_timeout, self.timeout)
+            resp = await asyncio.wait_for(self.transport.request(rid, "server/discover", body, None), limit)
+        except asyncio.TimeoutError:
+            if http:
+                raise TransportError(f"no answer to server/discover within {limit:g} s") from None
+            return "legacy"  # silence on stdio: a legacy server waiting for initialize
+        except TransportError as exc:
+            status = getattr(exc, "status", None)
+            if http and status is not None:
+                verdict = eras.http_probe_verdict(status, None)
+                if verdict == "error":
+                    raise
+                return verdict
+            raise
+        if http:
+            verdict = eras.http_probe_verdict(self.transport.last_status or 200, resp)  # type: ignore[attr-defined]
+            if verdict == "error":
+                raise TransportError(f"the server answered the probe with HTTP {self.transport.last_status}")  # type: ignore[attr-defined]
+        else:
+            verdict = eras.stdio_probe_verdict(resp)
+        if verdict == "modern":
+            if resp.error is None:
+                self._discovered = resp.result
+                chosen = versions.pick_version(resp.result.get("supportedVersions") or [])
+                if chosen is not None:
+                    self.protocol_version = chosen
+            else:
+                chosen = _retry_version(errors.MCPError(resp.error.get("code", 0), "", resp.error.get("data")), "")
+                if chosen is not None:
+                    self.protocol_version = chosen
+        return verdict
+
+    async def _restart_transport(self) -> None:
+        await self.transport.close()
+        await self.transport.start()
+
+    def _legacy_capabilities(self) -> dict[str, Any]:
+        caps = {k: v for k, v in self.capabilities.items() if k in ("experimental", "sampling", "elicitation", "roots")}
+        if "roots" in caps:
+            caps["roots"] = {"listChanged": False}
+        return caps
+
+    async def _initialize(self) -> None:
+        """The 2025-11-25 handshake: initialize, then notifications/initialized."""
+        if self._is_http() and not hasattr(self.transport, "session_id"):
+            from ._http import LegacyHttpTransport
+
+            old = self.transport
+            self.transport = LegacyHttpTransport(self._url, on_notification=self._notify_cb, **self._http_options)
+            self.transport._client = getattr(old, "_client", None)  # reuse the connection pool
+            self.transport._owns_client = True
+            old._owns_client = False  # type: ignore[attr-defined]
+        self.transport.on_request = self._serve_request  # type: ignore[attr-defined]
+        params = {"protocolVersion": versions.LATEST_LEGACY, "capabilities": self._legacy_capabilities(),
+                  "clientInfo": self.client_info}
+        rid = next(self._ids)
+        try:
+            resp = await asyncio.wait_for(self.transport.request(rid, "initialize", params, None), self.timeout)
+        except asyncio.TimeoutError:
+            raise TransportError(f"no answer to initialize within {self.timeout:g} s") from None
+        if resp.error is not None:
+            e = resp.error
+            raise errors.MCPError(e.get("code", 0), e.get("message", ""), e.get("data"))
+        result = resp.result if isinstance(resp.result, dict) else {}
+        version = result.get("protocolVersion")
+        if versions.era_of(version) != "legacy":
+            raise ProtocolError(f"initialize: the server chose protocol version {version!r}, which this client does not speak")
+        self.era = "legacy"
+        self.legacy_version = version
+        self.initialize_result = result
+        if hasattr(self.transport, "version"):
+            self.transport.version = version  # type: ignore[attr-defined]
+        await self.transport.notify("notifications/initialized", None)
+        if hasattr(self.transport, "open_stream"):
+            await self.transport.open_stream()  # type: ignore[attr-defined]
+
+    async def _serve_request(self, method: str, params: dict) -> Any:
+        """Answer a legacy server's own request with the same callbacks MRTR uses."""
+        if method == "ping":
+            return {}
+        try:
+            return await self._answer("request", {"method": method, "params": params})
+        except ProtocolError as exc:
+            raise errors.MCPError(errors.METHOD_NOT_FOUND, str(exc)) from None
 
     async def close(self) -> None:
         if self._started:
@@ -222,9 +380,15 @@ class Client:
         token = f"p{next(self._tokens)}" if progress is not None else None
         on_note = _note_router(progress, on_log, on_notification) if (progress or on_log or on_notification) else None
         retried_version = retried_headers = False
+        legacy = self.era == "legacy"
         while True:
             body = dict(params or {})
-            body["_meta"] = {**body.get("_meta", {}), **self._meta(token, log_level)}
+            if legacy:
+                # 2025-11-25: version and capabilities were settled by initialize.
+                if token is not None:
+                    body["_meta"] = {**body.get("_meta", {}), M.PROGRESS_TOKEN: token}
+            else:
+                body["_meta"] = {**body.get("_meta", {}), **self._meta(token, log_level)}
             rid = next(self._ids)
             limit = timeout if timeout is not None else self.timeout
             try:
@@ -235,6 +399,7 @@ class Client:
             if resp.error is None:
                 if not isinstance(resp.result, dict):
                     raise ProtocolError(f"{method}: the result is not an object")
+                self._era_unconfirmed = False
                 return resp.result
             err = resp.error
             exc = errors.MCPError(err.get("code", 0), err.get("message", ""), err.get("data"))
@@ -249,6 +414,15 @@ class Client:
                 retried_headers = True
                 await self.list_tools(cache="refresh")
                 continue
+            if self._era_unconfirmed and not legacy and exc.code not in errors.MODERN_ERROR_CODES:
+                # The cached "modern" verdict may be stale: probe again, then retry once.
+                self._era_unconfirmed = False
+                self.era_cache.forget(self._era_key)  # type: ignore[arg-type]
+                if await self._probe() == "legacy":
+                    await self._initialize()
+                    self.era_cache.put(self._era_key, "legacy")  # type: ignore[arg-type]
+                    return await self._send(method, params, progress=progress, log_level=log_level, on_log=on_log,
+                                            on_notification=on_notification, timeout=timeout)
             raise exc
 
     # ------------------------------------------------------------ answering input requests
@@ -288,13 +462,51 @@ class Client:
 
     async def _typed(self, typ: type[R], method: str, params: dict | None = None, **kw: Any) -> R:
         result = await self.request(method, params, **kw)
+        if issubclass(typ, t.CacheableResult) and ("ttlMs" not in result or "cacheScope" not in result):
+            # An older server: no hints means stale at once, and never shared.
+            result = {"ttlMs": 0, "cacheScope": "private", **result}
         try:
             return msgspec.convert(result, typ)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"{method}: malformed result: {exc}") from None
 
     async def discover(self, **kw: Any) -> t.DiscoverResult:
+        """The server's card. On a legacy server it is built from the initialize result."""
+        await self.start()
+        if self.era == "legacy":
+            return msgspec.convert(self.discover_raw_legacy(), t.DiscoverResult)
+        if self._discovered is not None and kw.get("cache", "use") == "use":
+            found, self._discovered = self._discovered, None  # the probe already asked
+            try:
+                return msgspec.convert(found, t.DiscoverResult)
+            except msgspec.ValidationError as exc:
+                raise ProtocolError(f"server/discover: malformed result: {exc}") from None
         return await self._typed(t.DiscoverResult, "server/discover", **kw)
+
+    async def discover_raw(self) -> dict[str, Any]:
+        """The DiscoverResult as the server sent it (built from initialize on a legacy server)."""
+        await self.start()
+        if self.era == "legacy":
+            return self.discover_raw_legacy()
+        if self._discovered is not None:
+            found, self._discovered = self._discovered, None
+            return found
+        return await self.request("server/discover")
+
+    def discover_raw_legacy(self) -> dict[str, Any]:
+        init = self.initialize_result or {}
+        out: dict[str, Any] = {
+            "resultType": "complete",
+            "supportedVersions": [self.legacy_version],
+            "capabilities": init.get("capabilities") or {},
+            "ttlMs": 0,
+            "cacheScope": "private",
+        }
+        if init.get("instructions") is not None:
+            out["instructions"] = init["instructions"]
+        if isinstance(init.get("serverInfo"), dict):
+            out["_meta"] = {M.SERVER_INFO: init["serverInfo"]}
+        return out
 
     async def _walk(self, typ: type, method: str, key: str, **kw: Any) -> list[Any]:
         out: list[Any] = []
@@ -377,6 +589,11 @@ class Client:
         leaving the ``async for`` ends the subscription (stdio: ``notifications/cancelled``;
         HTTP: the stream is closed). The iteration ends when the server closes it.
         """
+        await self.start()
+        if self.era == "legacy":
+            async for note in self._legacy_listen(tools, prompts, resources_list, resources):
+                yield note
+            return
         filt: dict[str, Any] = {}
         if tools:
             filt["toolsListChanged"] = True
@@ -416,6 +633,35 @@ class Client:
                 try:
                     await task
                 except (asyncio.CancelledError, Exception):
+                    pass
+
+
+    async def _legacy_listen(self, tools: bool, prompts: bool, resources_list: bool,
+                             resources: Sequence[str]) -> AsyncIterator[Notification]:
+        """A 2025-11-25 server pushes changes on its session: subscribe, then filter them."""
+        wanted = set()
+        if tools:
+            wanted.add("notifications/tools/list_changed")
+        if prompts:
+            wanted.add("notifications/prompts/list_changed")
+        if resources_list:
+            wanted.add("notifications/resources/list_changed")
+        uris = list(resources)
+        queue: asyncio.Queue = asyncio.Queue()
+        self._listeners.add(queue)
+        try:
+            for uri in uris:
+                await self.request("resources/subscribe", {"uri": uri})
+            while True:
+                method, params = await queue.get()
+                if method in wanted or (method == "notifications/resources/updated" and params.get("uri") in uris):
+                    yield Notification(method, params)
+        finally:
+            self._listeners.discard(queue)
+            for uri in uris:
+                try:
+                    await self.request("resources/unsubscribe", {"uri": uri})
+                except Exception:
                     pass
 
 

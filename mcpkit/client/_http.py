@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from typing import Any, Awaitable, Callable, Mapping
@@ -33,6 +34,9 @@ class HttpTransport(ClientTransport):
         self._verify = verify
         #: tool name -> its x-mcp-header annotations, from the latest tools/list.
         self.tool_annotations: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: The HTTP status of the latest answer (the era probe reads it).
+        self.last_status: int | None = None
+        self.last_headers: Any = None
 
     async def start(self) -> None:
         if self._client is None:
@@ -67,6 +71,8 @@ class HttpTransport(ClientTransport):
         body = codec.encode_request(id, method, params)
         try:
             async with self._client.stream("POST", self.url, content=body, headers=hdrs) as resp:
+                self.last_status = resp.status_code
+                self.last_headers = resp.headers
                 ctype = resp.headers.get("content-type", "")
                 if ctype.startswith("text/event-stream"):
                     return await self._read_sse(resp, id, on_note)
@@ -85,12 +91,15 @@ class HttpTransport(ClientTransport):
             raise HttpStatusError(status, f"HTTP {status}: the server answered with a {type(msg).__name__}, not a response", data)
         return msg
 
+    async def _server_request(self, msg: codec.Request) -> None:
+        log.warning("server sent a request (%s) on a 2026-07-28 stream; ignoring it", msg.method)
+
     async def _read_sse(self, resp: Any, id: Any, on_note: OnNote | None) -> codec.Response:
         async for data in iter_sse(resp.aiter_lines()):
             try:
                 msg = codec.decode(data, parse_params=True)
             except codec.InvalidMessage:
-                log.warning("ignoring an invalid SSE event from the server")
+                log.warning("ignoring an SSE event that is not a JSON-RPC message")
                 continue
             if type(msg) is codec.Response:
                 if msg.id == id or msg.id is None:
@@ -99,7 +108,7 @@ class HttpTransport(ClientTransport):
                 if on_note is not None:
                     on_note(msg.method, msg.params or {})
             else:
-                log.warning("server sent a request (%s) on a 2026-07-28 stream; ignoring it", msg.method)
+                await self._server_request(msg)
         raise TransportError("the server closed the event stream before answering")
 
     async def notify(self, method: str, params: dict | None) -> None:
@@ -123,14 +132,25 @@ class HttpStatusError(TransportError):
         self.body = body
 
 
-async def iter_sse(lines: Any) -> Any:
-    """Yield the ``data`` of each SSE event; comments (``:`` lines) are keep-alives and skipped."""
+class SseEvent:
+    __slots__ = ("data", "id", "retry")
+
+    def __init__(self, data: str, id: str | None, retry: int | None) -> None:
+        self.data = data
+        self.id = id
+        self.retry = retry
+
+
+async def iter_sse_events(lines: Any) -> Any:
+    """Yield each SSE event (data, last event id, retry); comments (``:`` lines) are skipped."""
     data: list[str] = []
+    event_id: str | None = None
+    retry: int | None = None
     async for line in lines:
         if line == "":
-            if data:
-                yield "\n".join(data)
-                data = []
+            if data or event_id is not None or retry is not None:
+                yield SseEvent("\n".join(data), event_id, retry)
+            data, retry = [], None
             continue
         if line.startswith(":"):
             continue
@@ -139,5 +159,147 @@ async def iter_sse(lines: Any) -> Any:
             value = value[1:]
         if field == "data":
             data.append(value)
+        elif field == "id" and "\x00" not in value:
+            event_id = value
+        elif field == "retry" and value.isdigit():
+            retry = int(value)
     if data:
-        yield "\n".join(data)
+        yield SseEvent("\n".join(data), event_id, retry)
+
+
+async def iter_sse(lines: Any) -> Any:
+    """Yield the ``data`` of each SSE event that carries some (priming events carry none)."""
+    async for ev in iter_sse_events(lines):
+        if ev.data:
+            yield ev.data
+
+
+class LegacyHttpTransport(HttpTransport):
+    """2025-11-25 Streamable HTTP: an ``Mcp-Session-Id`` session, a GET stream for the
+    server's own messages, server requests answered by POST, resumable request streams
+    (``Last-Event-ID``), and DELETE on close."""
+
+    def __init__(self, url: str, *, on_notification: OnNote | None = None, **options: Any) -> None:
+        super().__init__(url, **options)
+        self.session_id: str | None = None
+        self.version: str | None = None
+        self.on_notification = on_notification
+        self.on_request: Any = None
+        self._stream: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    async def _headers(self, method: str, params: dict | None, version: str | None) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.version is not None:
+            h["MCP-Protocol-Version"] = self.version
+        if self.session_id is not None:
+            h["Mcp-Session-Id"] = self.session_id
+        h.update(self.static_headers)
+        if self.header_provider is not None:
+            extra = self.header_provider()
+            if inspect.isawaitable(extra):
+                extra = await extra
+            h.update(extra or {})
+        return h
+
+    async def request(self, id: Any, method: str, params: dict, on_note: OnNote | None) -> codec.Response:
+        resp = await super().request(id, method, params, on_note or self.on_notification)
+        if method == "initialize" and resp.error is None and self.last_headers is not None:
+            self.session_id = self.last_headers.get("mcp-session-id")
+        return resp
+
+    async def _read_sse(self, resp: Any, id: Any, on_note: OnNote | None) -> codec.Response:
+        """Read a session request's stream; if it ends before our answer, resume it with a GET
+        carrying Last-Event-ID after the server's retry delay (2025-11-25 resumability)."""
+        last_id: str | None = None
+        retry_ms = 1000
+        stream = resp
+        try:
+            for _ in range(6):
+                async for ev in iter_sse_events(stream.aiter_lines()):
+                    if ev.id is not None:
+                        last_id = ev.id
+                    if ev.retry is not None:
+                        retry_ms = ev.retry
+                    if not ev.data:
+                        continue
+                    try:
+                        msg = codec.decode(ev.data, parse_params=True)
+                    except codec.InvalidMessage:
+                        log.warning("ignoring an SSE event that is not a JSON-RPC message")
+                        continue
+                    if type(msg) is codec.Response:
+                        if msg.id == id or msg.id is None:
+                            return msg
+                    elif type(msg) is codec.Notification:
+                        if on_note is not None:
+                            on_note(msg.method, msg.params or {})
+                    else:
+                        await self._server_request(msg)
+                if last_id is None or self.session_id is None:
+                    break
+                await asyncio.sleep(retry_ms / 1000.0)
+                hdrs = await self._headers("", None, None)
+                hdrs["Accept"] = "text/event-stream"
+                hdrs["Last-Event-ID"] = last_id
+                if stream is not resp:
+                    await stream.aclose()
+                stream = await self._client.send(self._client.build_request("GET", self.url, headers=hdrs), stream=True)
+                if stream.status_code != 200:
+                    break
+        finally:
+            if stream is not resp:
+                await stream.aclose()
+        raise TransportError("the server closed the event stream before answering")
+
+    async def _server_request(self, msg: codec.Request) -> None:
+        from ._transports import answer_request
+
+        async def answer() -> None:
+            if self.on_request is None and msg.method == "ping":
+                body = codec.encode_result(msg.id, {})
+            else:
+                body = await answer_request(self.on_request, msg)
+            try:
+                await self._client.post(self.url, content=body, headers=await self._headers("", None, None))
+            except Exception as exc:
+                log.warning("could not send our answer to the server's %s: %s", msg.method, exc)
+
+        task = asyncio.ensure_future(answer())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def open_stream(self) -> None:
+        """Open the session's GET stream in the background (a 405 means the server has none)."""
+        self._stream = asyncio.ensure_future(self._listen())
+
+    async def _listen(self) -> None:
+        try:
+            hdrs = await self._headers("", None, None)
+            hdrs["Accept"] = "text/event-stream"
+            async with self._client.stream("GET", self.url, headers=hdrs) as resp:
+                if resp.status_code != 200:
+                    return
+                async for data in iter_sse(resp.aiter_lines()):
+                    try:
+                        msg = codec.decode(data, parse_params=True)
+                    except codec.InvalidMessage:
+                        continue
+                    if type(msg) is codec.Notification:
+                        if self.on_notification is not None:
+                            self.on_notification(msg.method, msg.params or {})
+                    elif type(msg) is codec.Request:
+                        await self._server_request(msg)
+        except Exception as exc:
+            log.debug("the session stream ended: %r", exc)
+
+    async def close(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+        if self.session_id is not None and self._client is not None:
+            try:
+                await self._client.request("DELETE", self.url, headers=await self._headers("", None, None))
+            except Exception:
+                pass
+            self.session_id = None
+        await super().close()

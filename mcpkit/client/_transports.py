@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..protocol import codec
+from ..protocol import codec, errors
 from ..transports.stdio import StdioProcess
 
 if TYPE_CHECKING:
@@ -16,6 +16,22 @@ log = logging.getLogger("mcpkit.client")
 
 #: Receives (method, params) of a notification that belongs to one request.
 OnNote = Callable[[str, dict], Any]
+#: Answers a server-to-client request (legacy sessions only): (method, params) -> result.
+OnRequest = Callable[[str, dict], Awaitable[Any]]
+
+
+async def answer_request(on_request: "OnRequest | None", msg: codec.Request) -> bytes:
+    """The encoded response to a server's request (legacy sessions: sampling, elicitation, roots, ping)."""
+    if on_request is None:
+        return codec.encode_error(msg.id, errors.method_not_found(msg.method))
+    try:
+        result = await on_request(msg.method, msg.params or {})
+    except errors.MCPError as exc:
+        return codec.encode_error(msg.id, exc)
+    except Exception as exc:
+        log.exception("answering the server's %s failed", msg.method)
+        return codec.encode_error(msg.id, errors.internal_error(f"the client failed to answer {msg.method}: {exc}"))
+    return codec.encode_result(msg.id, result)
 
 
 class TransportError(Exception):
@@ -46,8 +62,10 @@ class StdioTransport(ClientTransport):
         self.pending: dict[Any, asyncio.Future] = {}
         self.note_routes: dict[Any, OnNote] = {}  # progress token -> the request's callback
         self.on_notification = on_notification
+        self.on_request: OnRequest | None = None  # set for legacy sessions
         self._reader: asyncio.Task | None = None
         self._closed: BaseException | None = None
+        self._tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
         try:
@@ -75,13 +93,28 @@ class StdioTransport(ClientTransport):
                         fut.set_result(msg)
                 elif type(msg) is codec.Notification:
                     self._route(msg)
+                elif self.on_request is not None or msg.method == "ping":
+                    task = asyncio.ensure_future(self._answer(msg))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
                 else:
                     log.warning("server sent a request (%s) on stdio; 2026-07-28 servers never do", msg.method)
+                    await self.proc.send(codec.encode_error(msg.id, errors.method_not_found(msg.method)))
         except Exception as exc:  # pragma: no cover - defensive
             log.debug("reader stopped: %r", exc)
         finally:
             code = self.proc.proc.returncode if self.proc.proc else None
             self._fail_all(TransportClosed(f"the server closed its output{'' if code is None else f' (exit code {code})'}"))
+
+    async def _answer(self, msg: codec.Request) -> None:
+        if msg.method == "ping" and self.on_request is None:
+            body = codec.encode_result(msg.id, {})
+        else:
+            body = await answer_request(self.on_request, msg)
+        try:
+            await self.proc.send(body)
+        except (ConnectionError, BrokenPipeError):
+            pass
 
     def _route(self, msg: codec.Notification) -> None:
         params = msg.params or {}
