@@ -200,9 +200,6 @@ def test_shared_keys_do_not_lift_the_binding_to_the_request(urls: dict[str, str]
     assert complete(urls["B"], state)["content"][0]["text"] == "Hi, Ada!"
 
 
-@pytest.mark.xfail(reason="BUG: KeyRing reads MCPKIT_STATE_KEYS without stripping each key, so "
-                          "'new, old' holds ' old' and cannot open state sealed with 'old'",
-                   strict=True)
 def test_keys_listed_with_spaces_after_commas_still_open_the_shared_state(urls: dict[str, str]) -> None:
     state = mint(urls["A"])["requestState"]
     status, reply = call(urls["S"], "tools/call", {**GREET_HI, "requestState": state, "inputResponses": ADA})

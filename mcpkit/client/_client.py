@@ -116,6 +116,8 @@ class Client:
         self._era_key: str | None = None
         self._http_options = http_options
         self._listeners: set[asyncio.Queue] = set()
+        #: The filter the server acknowledged on the latest listen() stream.
+        self.acknowledged: dict[str, Any] | None = None
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
         self.transport: ClientTransport = self._make_transport(target, env, cwd, stderr, http_options)
@@ -585,9 +587,10 @@ class Client:
     ) -> AsyncIterator[Notification]:
         """Open a ``subscriptions/listen`` stream and yield its change notifications.
 
-        The acknowledgement is consumed (see :attr:`acknowledged` on the first yield's stream);
-        leaving the ``async for`` ends the subscription (stdio: ``notifications/cancelled``;
-        HTTP: the stream is closed). The iteration ends when the server closes it.
+        The server's acknowledgement (the filter it agreed to honour) is kept in
+        :attr:`Client.acknowledged`, keyed by nothing but the latest stream. Leaving the
+        ``async for`` ends the subscription (stdio: ``notifications/cancelled``; HTTP: the
+        stream is closed). The iteration ends when the server closes it.
         """
         await self.start()
         if self.era == "legacy":
@@ -608,7 +611,10 @@ class Client:
         def on_note(method: str, params: dict) -> None:
             if method in _LIST_NOTES:
                 self._notify_cb(method, params)  # keep the cache honest
-            if method != "notifications/subscriptions/acknowledged":
+            if method == "notifications/subscriptions/acknowledged":
+                notes = params.get("notifications")
+                self.acknowledged = notes if isinstance(notes, dict) else {}
+            else:
                 queue.put_nowait(Notification(method, params))
 
         async def run() -> None:

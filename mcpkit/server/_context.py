@@ -126,7 +126,7 @@ class Context:
             raise RuntimeError(f"{self.method} cannot ask the client for input (only tools/call, prompts/get, resources/read)")
         check_capabilities(requests, self.client_capabilities)
         raw = await self._ask(requests)
-        return {k: parse_answer(k, requests[k]["method"], raw[k]) for k in requests}
+        return {k: parse_answer(k, requests[k], raw[k]) for k in requests}
 
     def _key(self, kind: str, key: str | None) -> str:
         if key is not None:

@@ -95,11 +95,53 @@ def check_capabilities(requests: Mapping[str, Mapping[str, Any]], caps: Mapping[
         raise errors.missing_capability(needed)
 
 
-def parse_answer(key: str, method: str, raw: Any) -> Any:
+def parse_answer(key: str, request: Mapping[str, Any], raw: Any) -> Any:
+    method = request["method"]
     try:
-        return msgspec.convert(raw, ANSWER_TYPES[method])
+        answer = msgspec.convert(raw, ANSWER_TYPES[method])
     except msgspec.ValidationError as exc:
         raise errors.invalid_params(f"Invalid input response {key!r} for {method}: {exc}") from None
+    if method == "elicitation/create" and answer.action == "accept":
+        params = request.get("params") or {}
+        problem = form_content_problem(params.get("requestedSchema"), answer.content)
+        if problem is not None and params.get("mode", "form") == "form":
+            raise errors.invalid_params(f"Invalid input response {key!r}: {problem}")
+    return answer
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "boolean": (bool,), "number": (int, float), "integer": (int,), "array": (list,),
+}
+
+
+def form_content_problem(schema: Any, content: Any) -> str | None:
+    """Why accepted form content does not fit the (flat, primitive) requested schema, or None."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties") or {}
+    content = {} if content is msgspec.UNSET or content is None else content
+    if not isinstance(content, dict):
+        return "content must be an object"
+    for name in schema.get("required") or []:
+        if name not in content:
+            return f"required field {name!r} is missing"
+    for name, value in content.items():
+        prop = props.get(name)
+        if not isinstance(prop, dict):
+            continue  # unknown fields are ignored
+        typ = prop.get("type")
+        allowed = _JSON_TYPES.get(typ) if isinstance(typ, str) else None
+        if allowed is not None:
+            if isinstance(value, bool) and typ != "boolean":
+                return f"field {name!r} must be {typ}"
+            if not isinstance(value, allowed) or (typ == "integer" and isinstance(value, float) and not value.is_integer()):
+                return f"field {name!r} must be {typ}"
+        options = prop.get("enum")
+        if options is None and isinstance(prop.get("oneOf"), list):
+            options = [o.get("const") for o in prop["oneOf"] if isinstance(o, dict)]
+        if isinstance(options, list) and not isinstance(value, list) and value not in options:
+            return f"field {name!r} must be one of {options}"
+    return None
 
 
 def schema_of(schema: Any) -> dict[str, Any]:

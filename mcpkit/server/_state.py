@@ -63,7 +63,7 @@ class KeyRing:
     def __init__(self, keys: Iterable[str | bytes] | None = None) -> None:
         if keys is None:
             env = os.environ.get("MCPKIT_STATE_KEYS")
-            keys = [k for k in env.split(",") if k.strip()] if env else None
+            keys = [k.strip() for k in env.split(",") if k.strip()] if env else None
         self.ephemeral = not keys
         raw = [_key_bytes(k) for k in keys] if keys else [os.urandom(32)]
         self._keys = {hashlib.sha256(k).digest()[:4]: k for k in raw}

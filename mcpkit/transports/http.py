@@ -255,6 +255,13 @@ class HttpApp:
             await _json(send, _PRE_DISPATCH_STATUS.get(exc.code, 200), codec.encode_error(req.id, exc))
             return
         p = checked.params
+        if req.method == "subscriptions/listen":
+            accept = hdrs.get("accept", "")
+            if accept and "text/event-stream" not in accept and "*/*" not in accept:
+                # Its acknowledgement and notifications can only travel on an event stream.
+                await _json(send, 400, codec.encode_error(req.id, errors.invalid_request(
+                    "subscriptions/listen answers with text/event-stream; the Accept header must allow it")))
+                return
         name_params: dict[str, Any] | None = None
         annotations = None
         if req.method == "tools/call":
