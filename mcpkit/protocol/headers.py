@@ -364,7 +364,8 @@ def check_request_headers(
     ``MCP-Protocol-Version`` are tolerated (header rules for notification POSTs are undefined)
     but present ones must still match.
     """
-    hdrs = {k.lower(): v for k, v in headers.items()}
+    # Callers on the hot path pass names already lower-cased; others get them lowered here.
+    hdrs = headers if all(k.islower() for k in headers) else {k.lower(): v for k, v in headers.items()}
     params = params if isinstance(params, Mapping) else {}
 
     raw = hdrs.get(PROTOCOL_VERSION_HEADER.lower())
@@ -374,7 +375,7 @@ def check_request_headers(
                 f"Header mismatch: missing required {PROTOCOL_VERSION_HEADER} header "
                 f"(supported protocol versions: {', '.join(supported_versions)})"
             )
-    else:
+    elif raw != body_version:  # the exact match needs no further look
         version = _plain_header(PROTOCOL_VERSION_HEADER, raw)
         if body_version is not None and version != body_version:
             raise header_mismatch(
@@ -386,7 +387,7 @@ def check_request_headers(
     if raw is None:
         if not notification:
             raise header_mismatch(f"Header mismatch: missing required {METHOD_HEADER} header")
-    else:
+    elif raw != method:
         # Values are case-sensitive: "TOOLS/LIST" is not "tools/list".
         value = _plain_header(METHOD_HEADER, raw)
         if value != method:
@@ -402,7 +403,7 @@ def check_request_headers(
         raw = hdrs.get(NAME_HEADER.lower())
         if raw is None:
             raise header_mismatch(f"Header mismatch: missing required {NAME_HEADER} header for {method}")
-        value = _decoded_header(NAME_HEADER, raw)
+        value = raw if (raw == body_name and _PLAIN_RE.fullmatch(raw)) else _decoded_header(NAME_HEADER, raw)
         if value != body_name:
             raise header_mismatch(
                 f"Header mismatch: {NAME_HEADER} header value {_show(value)} "

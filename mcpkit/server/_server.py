@@ -26,6 +26,15 @@ from ._uritemplate import UriTemplate
 
 log = logging.getLogger("mcpkit.server")
 
+def _binding(method: str, params: Any, principal: str | None) -> tuple[str, str, str, str | None]:
+    """What a requestState is bound to: method, name, a digest of the arguments, principal."""
+    if method == "resources/read":
+        name, args = params.uri, None
+    else:
+        name, args = params.name, (params.arguments if params.arguments not in (UNSET, None) else None)
+    return method, name, digest_arguments(args), principal
+
+
 def legacy_result(result: Any) -> dict[str, Any]:
     """A result shaped for 2025-11-25: no resultType or cache hints (they are 2026-07-28 fields)."""
     out = msgspec.to_builtins(result)
@@ -408,16 +417,16 @@ class Server:
     # ---------------------------------------------------------------- MRTR
     def _open_input(self, ctx: Context, method: str, params: Any, principal: str | None) -> tuple:
         """Verify a retry's requestState and collect the answers the handler may use."""
-        if method == "resources/read":
-            name, args = params.uri, None
-        else:
-            name, args = params.name, (params.arguments if params.arguments not in (UNSET, None) else None)
-        binding = (method, name, digest_arguments(args), principal)
+        binding = (method, params, principal)  # the argument digest is computed only when needed
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
+        if params.inputResponses is UNSET and params.requestState is UNSET:
+            ctx._ask = MrtrAnswers(answers)
+            return binding
+        method, name, digest, principal = _binding(method, params, principal)
         if params.requestState is not UNSET:
             try:
-                payload = self.sealer.open(params.requestState, method=method, name=name, digest=binding[2], principal=principal)
+                payload = self.sealer.open(params.requestState, method=method, name=name, digest=digest, principal=principal)
             except StateError as exc:
                 log.warning("rejected requestState on %s %r: %s", method, name, exc)
                 raise errors.invalid_params(INVALID_STATE_MESSAGE) from None
@@ -433,7 +442,7 @@ class Server:
         return binding
 
     def _input_required(self, ctx: Context, binding: tuple, ask: InputRequired) -> t.InputRequiredResult:
-        method, name, digest, principal = binding
+        method, name, digest, principal = _binding(*binding)
         answers = ctx._ask.answers if isinstance(ctx._ask, MrtrAnswers) else {}
         token = self.sealer.seal(method=method, name=name, digest=digest, principal=principal,
                                  asked=list(ask.requests), answers=answers, state=ctx.state)

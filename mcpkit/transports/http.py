@@ -45,6 +45,7 @@ _DISPATCH_STATUS = {
     errors.HEADER_MISMATCH: 400,
 }
 
+_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"authorization", b"last-event-id"})
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -150,10 +151,12 @@ class HttpApp:
             return
         hdrs: dict[str, str] = {}
         for k, v in scope["headers"]:
-            # Header names arrive lower-cased (ASGI); repeated headers are joined as HTTP allows.
-            name = k.decode("latin-1")
-            value = v.decode("latin-1")
-            hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
+            # Only the headers we read are decoded (names arrive lower-cased from ASGI);
+            # a repeated header is joined as HTTP allows, so a duplicate can't slip past a check.
+            if k[:4] == b"mcp-" or k in _WANTED_HEADERS:
+                name = k.decode("latin-1")
+                value = v.decode("latin-1")
+                hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
         if not self.policy.host_ok(hdrs.get("host")) or not self.policy.origin_ok(hdrs.get("origin")):
             await _json(send, 403, codec.encode_error(None, errors.MCPError(
                 errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")))
@@ -297,10 +300,39 @@ class HttpApp:
         return exc
 
 
+class _OnSuspend:
+    """Await a coroutine in the current task, calling ``on_suspend`` the first time it
+    actually waits. Exactly ``await coro`` otherwise: values and exceptions pass through."""
+
+    __slots__ = ("coro", "on_suspend")
+
+    def __init__(self, coro: Any, on_suspend: Callable[[], None]) -> None:
+        self.coro = coro
+        self.on_suspend = on_suspend
+
+    def __await__(self) -> Any:
+        coro = self.coro
+        value: Any = None
+        error: BaseException | None = None
+        first = True
+        while True:
+            try:
+                yielded = coro.send(value) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            if first:
+                first = False
+                self.on_suspend()
+            try:
+                value, error = (yield yielded), None
+            except BaseException as exc:  # thrown in by the task (cancellation)
+                value, error = None, exc
+
+
 class _Exchange:
     """One request's response: JSON by default, switching to SSE on the first notification."""
 
-    __slots__ = ("app", "req", "checked", "receive", "send", "sse_ok", "streaming", "done", "task")
+    __slots__ = ("app", "req", "checked", "receive", "send", "sse_ok", "streaming", "done", "task", "watcher", "timer")
 
     def __init__(self, app: HttpApp, req: codec.Request, checked: Any, hdrs: dict, receive: Receive, send: Send) -> None:
         self.app = app
@@ -313,14 +345,22 @@ class _Exchange:
         self.streaming = False
         self.done = False
         self.task: asyncio.Task | None = None
+        self.watcher: asyncio.Task | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
-    async def run(self) -> None:
+    def _suspended(self) -> None:
+        """The handler is waiting on something: from now on a disconnect must cancel it, and a
+        long wait needs keep-alives. (A handler that never suspends needs neither, so the
+        common fast call costs no extra task.)"""
         loop = asyncio.get_running_loop()
         self.task = asyncio.current_task()
-        watcher = loop.create_task(self._watch_disconnect())
-        timer = loop.call_later(self.app.keepalive, self._keepalive_due) if self.sse_ok else None
+        self.watcher = loop.create_task(self._watch_disconnect())
+        if self.sse_ok:
+            self.timer = loop.call_later(self.app.keepalive, self._keepalive_due)
+
+    async def run(self) -> None:
         try:
-            reply = await self.app.server.run_checked(self.req, self.checked, self._emit)
+            reply = await _OnSuspend(self.app.server.run_checked(self.req, self.checked, self._emit), self._suspended)
         except asyncio.CancelledError:
             if not self.done:
                 # Our own cancellation (client went away): nothing more is sent for this request.
@@ -329,9 +369,10 @@ class _Exchange:
             raise
         finally:
             self.done = True
-            watcher.cancel()
-            if timer is not None:
-                timer.cancel()
+            if self.watcher is not None:
+                self.watcher.cancel()
+            if self.timer is not None:
+                self.timer.cancel()
         if self.streaming:
             await self.send({"type": "http.response.body", "body": b"event: message\ndata: " + reply.body + b"\n\n", "more_body": False})
         else:
