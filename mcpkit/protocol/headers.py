@@ -352,6 +352,7 @@ def check_request_headers(
     *,
     notification: bool = False,
     supported_versions: Sequence[str] = MODERN_VERSIONS,
+    lowered: bool = False,
 ) -> None:
     """Validate a modern POST's MCP headers against its body; raise ``MCPError`` -32020
     (HTTP 400) on the first problem.
@@ -364,8 +365,8 @@ def check_request_headers(
     ``MCP-Protocol-Version`` are tolerated (header rules for notification POSTs are undefined)
     but present ones must still match.
     """
-    # Callers on the hot path pass names already lower-cased; others get them lowered here.
-    hdrs = headers if all(k.islower() for k in headers) else {k.lower(): v for k, v in headers.items()}
+    # Callers on the hot path pass names already lower-cased (lowered=True).
+    hdrs = headers if lowered else {k.lower(): v for k, v in headers.items()}
     params = params if isinstance(params, Mapping) else {}
 
     raw = hdrs.get(PROTOCOL_VERSION_HEADER.lower())

@@ -7,9 +7,11 @@ workers behind a load balancer) can replace :class:`InMemoryBus` without touchin
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import AsyncIterator, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, AsyncIterator, Literal, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("mcpkit.server")
 
@@ -39,6 +41,8 @@ class _MemorySubscription:
     __slots__ = ("bus", "queue", "closed")
 
     def __init__(self, bus: "InMemoryBus", maxsize: int) -> None:
+        import asyncio  # subscriptions exist only while serving, on the event loop
+
         self.bus = bus
         self.queue: asyncio.Queue[Change | None] = asyncio.Queue(maxsize)
         self.closed = False
@@ -57,10 +61,9 @@ class _MemorySubscription:
         if not self.closed:
             self.closed = True
             self.bus._subs.discard(self)
-            try:
-                self.queue.put_nowait(None)
-            except asyncio.QueueFull:
-                pass
+            if self.queue.full():
+                return  # the reader is far behind; it ends at the next close of the bus
+            self.queue.put_nowait(None)
 
 
 class InMemoryBus:
@@ -73,14 +76,16 @@ class InMemoryBus:
 
     def publish(self, change: Change) -> None:
         for sub in list(self._subs):
-            try:
+            if sub.queue.qsize() < self.maxsize:
                 sub.queue.put_nowait(change)
-            except asyncio.QueueFull:
-                log.warning("closing a listen stream that fell %d notifications behind", self.maxsize)
-                sub.closed = True
-                self._subs.discard(sub)
-                sub.queue = asyncio.Queue(1)
-                sub.queue.put_nowait(None)
+                continue
+            import asyncio
+
+            log.warning("closing a listen stream that fell %d notifications behind", self.maxsize)
+            sub.closed = True
+            self._subs.discard(sub)
+            sub.queue = asyncio.Queue(1)
+            sub.queue.put_nowait(None)
 
     def subscribe(self) -> _MemorySubscription:
         sub = _MemorySubscription(self, self.maxsize + 1)

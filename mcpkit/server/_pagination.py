@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Sequence, TypeVar
 
 from ..protocol import errors
@@ -12,10 +11,14 @@ _PREFIX = b"mcpkit:o:"
 
 
 def encode_cursor(offset: int) -> str:
+    import base64
+
     return base64.urlsafe_b64encode(_PREFIX + str(offset).encode()).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str) -> int:
+    import base64
+
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         if raw.startswith(_PREFIX):

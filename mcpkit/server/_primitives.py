@@ -3,7 +3,6 @@ become wire results."""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from typing import Any, Callable
 
@@ -68,12 +67,18 @@ def text(value: str, **kw: Any) -> t.TextContent:
     return t.TextContent(text=value, **kw)
 
 
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()
+
+
 def image(data: bytes, mime_type: str = "image/png") -> t.ImageContent:
-    return t.ImageContent(data=base64.b64encode(data).decode(), mimeType=mime_type)
+    return t.ImageContent(data=_b64(data), mimeType=mime_type)
 
 
 def audio(data: bytes, mime_type: str = "audio/wav") -> t.AudioContent:
-    return t.AudioContent(data=base64.b64encode(data).decode(), mimeType=mime_type)
+    return t.AudioContent(data=_b64(data), mimeType=mime_type)
 
 
 def embedded(uri: str, value: str | bytes, mime_type: str | None = None) -> t.EmbeddedResource:
@@ -86,7 +91,7 @@ def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.R
     if isinstance(value, str):
         return t.ResourceContents(uri=uri, mimeType=mime_type or "text/plain", text=value)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return t.ResourceContents(uri=uri, mimeType=mime_type or "application/octet-stream", blob=base64.b64encode(value).decode())
+        return t.ResourceContents(uri=uri, mimeType=mime_type or "application/octet-stream", blob=_b64(bytes(value)))
     return t.ResourceContents(uri=uri, mimeType=mime_type or "application/json", text=_json_text(_to_builtins(value)))
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
-import sys
 from typing import Any, Awaitable, Callable, Literal, NamedTuple
 
 import msgspec
@@ -120,12 +118,12 @@ class Server:
         self._prompts: dict[str, PromptDef] = {}
         self._completions: dict[tuple[str, str], CompletionHandler] = {}
         self._capability_names: frozenset[str] = frozenset()
-        ring = state_keys if isinstance(state_keys, KeyRing) else KeyRing(state_keys)
-        #: Seals MRTR requestState; share the keys between workers (or set MCPKIT_STATE_KEYS).
-        self.sealer = StateSealer(ring, state_ttl)
+        self._state_keys = state_keys
+        self._state_ttl = state_ttl
+        self._sealer: StateSealer | None = None
         #: Fan-out of change notifications to subscriptions/listen streams.
         self.bus: Bus = bus if bus is not None else InMemoryBus()
-        self._listeners: set[asyncio.Future] = set()
+        self._listeners: set[Any] = set()  # futures that end listen streams
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
         self.legacy = legacy
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
@@ -332,6 +330,14 @@ class Server:
         self._capability_names = frozenset(names)
 
     @property
+    def sealer(self) -> StateSealer:
+        """Seals MRTR requestState; share the keys between workers (or set MCPKIT_STATE_KEYS)."""
+        if self._sealer is None:
+            keys = self._state_keys
+            self._sealer = StateSealer(keys if isinstance(keys, KeyRing) else KeyRing(keys), self._state_ttl)
+        return self._sealer
+
+    @property
     def capabilities(self) -> t.ServerCapabilities:
         return self._caps
 
@@ -400,9 +406,7 @@ class Server:
             if ask is not None and isinstance(exc, errors.ResourceNotFound):
                 exc = errors.MCPError(errors.LEGACY_RESOURCE_NOT_FOUND, exc.message, exc.data)
             return Reply(codec.encode_error(req.id, exc), exc.code)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
+        except Exception:  # (asyncio.CancelledError is a BaseException: it passes through)
             log.exception("internal error while handling %s", method)
             exc = errors.internal_error(f"Internal error while handling {method}")
             return Reply(codec.encode_error(req.id, exc), exc.code)
@@ -464,10 +468,13 @@ class Server:
         )
         return exc
 
-    async def _invoke(self, fn: Callable[..., Any], blocking: bool, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(fn):
+    async def _invoke(self, sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
+        fn = sig.fn
+        if sig.is_async:
             return await fn(**kwargs)
         if blocking:
+            import asyncio
+
             return await asyncio.to_thread(fn, **kwargs)
         value = fn(**kwargs)
         if inspect.isawaitable(value):
@@ -530,8 +537,8 @@ class Server:
         if tool.sig.ctx_name:
             kwargs[tool.sig.ctx_name] = ctx
         try:
-            value = await self._invoke(tool.sig.fn, tool.blocking, kwargs)
-        except (errors.MCPError, asyncio.CancelledError, InputRequired):
+            value = await self._invoke(tool.sig, tool.blocking, kwargs)
+        except (errors.MCPError, InputRequired):
             raise
         except ToolError as exc:
             return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
@@ -566,7 +573,7 @@ class Server:
         if fn_def.sig.ctx_name:
             kwargs[fn_def.sig.ctx_name] = ctx
         try:
-            value = await self._invoke(fn_def.sig.fn, fn_def.blocking, kwargs)
+            value = await self._invoke(fn_def.sig, fn_def.blocking, kwargs)
         except LookupError as exc:  # KeyError/IndexError from a template handler: no such resource
             log.debug("resource %s not found: %r", uri, exc)
             raise not_found(uri) from None
@@ -592,7 +599,7 @@ class Server:
             raise errors.invalid_params(f"Invalid arguments for prompt {prompt.name}: {exc}") from None
         if prompt.sig.ctx_name:
             kwargs[prompt.sig.ctx_name] = ctx
-        value = await self._invoke(prompt.sig.fn, prompt.blocking, kwargs)
+        value = await self._invoke(prompt.sig, prompt.blocking, kwargs)
         return prompt.to_result(value)
 
     async def _complete(self, ctx: Context, params: t.CompleteParams) -> t.CompleteResult:
@@ -634,6 +641,8 @@ class Server:
         return ack
 
     async def _listen(self, ctx: Context, params: t.ListenParams) -> t.SubscriptionsListenResult:
+        import asyncio
+
         sid = ctx.request_id
         tag = {M.SUBSCRIPTION_ID: sid}
         ack = self.acknowledged_filter(params.notifications)

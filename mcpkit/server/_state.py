@@ -8,12 +8,12 @@ accepts the others' state; the first key seals, all keys open (rotation).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import os
 import time
 from typing import Any, Iterable
+
+# hashlib and base64 are imported where used: a server that never asks for input never pays for them.
 
 import msgspec
 
@@ -45,6 +45,8 @@ _decode = msgspec.msgpack.Decoder(_Payload).decode
 
 
 def _key_bytes(key: str | bytes) -> bytes:
+    import hashlib
+
     if isinstance(key, str):
         key = key.encode()
     if len(key) == 32:
@@ -64,6 +66,8 @@ class KeyRing:
         if keys is None:
             env = os.environ.get("MCPKIT_STATE_KEYS")
             keys = [k.strip() for k in env.split(",") if k.strip()] if env else None
+        import hashlib
+
         self.ephemeral = not keys
         raw = [_key_bytes(k) for k in keys] if keys else [os.urandom(32)]
         self._keys = {hashlib.sha256(k).digest()[:4]: k for k in raw}
@@ -79,11 +83,15 @@ class KeyRing:
         return c
 
     def seal(self, payload: bytes) -> str:
+        import base64
+
         nonce = os.urandom(12)
         ct = self._cipher(self._sealing_id).encrypt(nonce, payload, _AAD)
         return base64.urlsafe_b64encode(_VERSION + self._sealing_id + nonce + ct).decode().rstrip("=")
 
     def open(self, token: str) -> bytes:
+        import base64
+
         try:
             blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         except (ValueError, TypeError):
@@ -103,6 +111,8 @@ class KeyRing:
 
 def digest_arguments(arguments: Any) -> str:
     """A stable digest of a request's salient parameters."""
+    import hashlib
+
     canon = msgspec.json.encode(arguments, order="sorted") if arguments is not None else b"null"
     return hashlib.sha256(canon).hexdigest()[:32]
 

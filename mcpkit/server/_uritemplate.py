@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 
 _EXPR = re.compile(r"\{([+#]?)([A-Za-z0-9_.,%]+)\}")
 
@@ -38,4 +37,6 @@ class UriTemplate:
         m = self._re.fullmatch(uri)
         if m is None:
             return None
+        from urllib.parse import unquote
+
         return {k: unquote(v) for k, v in m.groupdict().items()}

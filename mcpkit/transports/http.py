@@ -71,6 +71,7 @@ class HostPolicy:
     """
 
     def __init__(self, allowed_hosts: Iterable[str] | None, allowed_origins: Iterable[str] | None) -> None:
+        self._seen: dict[str, bool] = {}
         hosts = list(allowed_hosts) if allowed_hosts is not None else list(LOOPBACK_HOSTS)
         self.any_host = "*" in hosts
         self.hosts = {h.lower() for h in hosts}
@@ -94,11 +95,30 @@ class HostPolicy:
     def host_ok(self, host: str | None) -> bool:
         if self.any_host:
             return True
-        return bool(host) and self._authority_ok(host, self.hosts)  # type: ignore[arg-type]
+        if not host:
+            return False
+        # Clients send the same Host on every request: remember verdicts (bounded).
+        ok = self._seen.get(host)
+        if ok is None:
+            ok = self._authority_ok(host, self.hosts)
+            self._remember(host, ok)
+        return ok
+
+    def _remember(self, key: str, ok: bool) -> None:
+        if len(self._seen) >= 512:
+            self._seen.clear()
+        self._seen[key] = ok
 
     def origin_ok(self, origin: str | None) -> bool:
         if origin is None or self.any_origin:
             return True
+        ok = self._seen.get("\x00" + origin)
+        if ok is None:
+            ok = self._origin_ok(origin)
+            self._remember("\x00" + origin, ok)
+        return ok
+
+    def _origin_ok(self, origin: str) -> bool:
         origin = origin.strip().lower()
         if origin.rstrip("/") in self.origins:
             return True
@@ -277,7 +297,7 @@ class HttpApp:
             name_params = {"uri": p.uri}  # type: ignore[attr-defined]
         try:
             H.check_request_headers(hdrs, req.method, name_params, checked.meta.protocolVersion, annotations,
-                                    supported_versions=server.supported_versions)
+                                    supported_versions=server.supported_versions, lowered=True)
         except errors.MCPError as exc:
             await _json(send, 400, codec.encode_error(req.id, exc))
             return
@@ -294,7 +314,7 @@ class HttpApp:
             return exc  # no body version: the missing _meta field is the error to report
         try:
             H.check_request_headers(hdrs, req.method, params, version, None,
-                                    supported_versions=self.server.supported_versions)
+                                    supported_versions=self.server.supported_versions, lowered=True)
         except errors.MCPError as header_exc:
             return header_exc
         return exc

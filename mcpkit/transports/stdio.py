@@ -272,14 +272,32 @@ def claim_stdout() -> int:
     return mcp_fd
 
 
-def run_stdio_server(server: "Server", **kwargs: Any) -> None:
-    """Serve ``server`` on stdio until stdin closes (``out_fd``: an fd already claimed for MCP)."""
+def run_stdio_server(server: "Server", *, exit_on_eof: bool = True, **kwargs: Any) -> None:
+    """Serve ``server`` on stdio until stdin closes (``out_fd``: an fd already claimed for MCP).
+
+    With ``exit_on_eof`` (the default) the process ends right after the last answer is
+    written: atexit handlers run and streams are flushed, but the interpreter's slow module
+    teardown is skipped, so a host closing many servers is not kept waiting.
+    """
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(serve_stdio(server, **kwargs))
     except KeyboardInterrupt:
         pass
+    if exit_on_eof:
+        _exit_now()
+
+
+def _exit_now() -> None:
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()  # logging.shutdown and the user's own handlers
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(0)
 
 
 # ====================================================================== client
