@@ -9,10 +9,16 @@
 #   * (only when asked for, see below) the MCP Inspector, npm
 #     @modelcontextprotocol/inspector@$MCP_INSPECTOR_VERSION (used by tests/test_inspector.py),
 #     installed the same way, with a Node.js satisfying its "engines" (>=22.19.0): the one
-#     chosen above, or the `node` on PATH, when new enough, else npm's node-linux-<arch>@22.
+#     chosen above, or the `node` on PATH, when new enough, else npm's node-linux-<arch>@22;
+#   * (only when asked for) `ts-v1`: the TypeScript SDK v1, npm @modelcontextprotocol/sdk@$MCP_TS_V1_VERSION
+#     (a legacy-only, 2025-11-25 client; used by tests/test_legacy_peers.py), in its own prefix;
+#   * (only when asked for) `everything` (alias `server-everything`): the reference server, npm
+#     @modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION, in its own prefix (it pins
+#     its own SDK v1, which must not be shared with the `ts-v1` peer).
+#     Both get a Node.js satisfying their "engines" the same way as the Inspector.
 #
-# Arguments name the peers to install: any of `python`, `typescript`, `inspector`, or `all`.
-# Without arguments: `python typescript` (what tests/test_interop.py uses).
+# Arguments name the peers to install: any of `python`, `typescript`, `inspector`, `ts-v1`,
+# `everything`, or `all`. Without arguments: `python typescript` (what tests/test_interop.py uses).
 #
 # Idempotent and cached: a finished install leaves a stamp and is not redone. Progress goes
 # to stderr (only when something is installed); stdout is KEY=VALUE lines saying where:
@@ -25,6 +31,11 @@
 #   PEER_INSPECTOR_NODE=...    (inspector) the node binary to run the Inspector with
 #   PEER_INSPECTOR_PREFIX=...  (inspector) the npm prefix holding node_modules/@modelcontextprotocol/inspector
 #   PEER_INSPECTOR_CLI=...     (inspector) its launcher script: `$PEER_INSPECTOR_NODE $PEER_INSPECTOR_CLI --cli ...`
+#   PEER_TS_V1_NODE=...        (ts-v1) the node binary to run the SDK v1 client with
+#   PEER_TS_V1_PREFIX=...      (ts-v1) the npm prefix holding node_modules/@modelcontextprotocol/sdk
+#   PEER_EVERYTHING_NODE=...   (everything) the node binary to run server-everything with
+#   PEER_EVERYTHING_PREFIX=... (everything) the npm prefix holding node_modules/@modelcontextprotocol/server-everything
+#   PEER_EVERYTHING_BIN=...    (everything) its entry script: `$PEER_EVERYTHING_NODE $PEER_EVERYTHING_BIN stdio`
 #
 # (PEER_PYTHON is printed when `python` is installed; PEER_NODE and PEER_NODE_PREFIX when
 # `typescript` is.)
@@ -38,6 +49,8 @@ set -euo pipefail
 MCP_PY_VERSION=2.3.0
 MCP_TS_VERSION=2.4.0
 MCP_INSPECTOR_VERSION=2.12.0
+MCP_TS_V1_VERSION=1.32.2
+MCP_EVERYTHING_VERSION=2026.8.31
 NODE_FALLBACK_MAJOR=22
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,15 +60,17 @@ PEERS="${MCPKIT_PEERS_DIR:-$root/tests/.peers}"
 log() { printf 'install_peers: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-WANT_PYTHON=0 WANT_TS=0 WANT_INSPECTOR=0
+WANT_PYTHON=0 WANT_TS=0 WANT_INSPECTOR=0 WANT_TS_V1=0 WANT_EVERYTHING=0
 [ "$#" -gt 0 ] || set -- python typescript
 for peer in "$@"; do
     case "$peer" in
         python) WANT_PYTHON=1 ;;
         typescript) WANT_TS=1 ;;
         inspector) WANT_INSPECTOR=1 ;;
-        all) WANT_PYTHON=1 WANT_TS=1 WANT_INSPECTOR=1 ;;
-        *) die "unknown peer '$peer' (expected python, typescript, inspector or all)" ;;
+        ts-v1) WANT_TS_V1=1 ;;
+        everything | server-everything) WANT_EVERYTHING=1 ;;
+        all) WANT_PYTHON=1 WANT_TS=1 WANT_INSPECTOR=1 WANT_TS_V1=1 WANT_EVERYTHING=1 ;;
+        *) die "unknown peer '$peer' (expected python, typescript, inspector, ts-v1, everything or all)" ;;
     esac
 done
 
@@ -220,6 +235,72 @@ if [ "$WANT_INSPECTOR" = 1 ]; then
     fi
 fi
 
+# ------------------------------------- npm packages in their own prefix: TS SDK v1, server-everything
+# npm_peer PKG VERSION PREFIX CHECK_FILE: install PKG@VERSION into PREFIX (cached by a stamp) unless
+# done already; CHECK_FILE must exist afterwards.
+npm_peer() {
+    local pkg="$1" ver="$2" prefix="$3" check="$4" stamp="$3/.peer-stamp" start
+    if [ "$(cat "$stamp" 2>/dev/null)" = "$pkg@$ver" ] && [ -f "$check" ]; then
+        return 0
+    fi
+    command -v npm >/dev/null 2>&1 || die "npm is needed to install $pkg (Debian: apt-get install nodejs npm)"
+    log "installing $pkg@$ver (npm) into $prefix"
+    mkdir -p "$prefix"
+    [ -f "$prefix/package.json" ] || printf '{"private": true}\n' > "$prefix/package.json"
+    start=$SECONDS
+    npm install --prefix "$prefix" --no-audit --no-fund --no-update-notifier --loglevel=error \
+        --fetch-retries=2 --fetch-timeout=30000 --engine-strict=false "$pkg@$ver" >&2 ||
+        die "npm install $pkg@$ver failed (is the npm registry reachable?)"
+    [ -f "$check" ] || die "$check missing after npm install $pkg@$ver"
+    printf '%s@%s' "$pkg" "$ver" > "$stamp"
+    log "$pkg@$ver ready in $((SECONDS - start)) s"
+}
+
+# node_for PKG_JSON: print a node binary satisfying the package's "engines" (>=X[.Y.Z]), installing
+# npm's node-linux-<arch>@NODE_FALLBACK_MAJOR when no candidate is new enough.
+node_for() {
+    local need candidate fallback pkg dir
+    need="$(sed -n 's/.*"node" *: *"[^0-9]*\([0-9][0-9.]*\).*/\1/p' "$1" | head -1)"
+    need="${need:-18}"
+    for candidate in "${MCPKIT_PEER_NODE:-}" "${PEER_NODE:-}" "$(command -v node 2>/dev/null || true)" \
+                     "$(fallback_node_path || true)"; do
+        if node_at_least "$candidate" "$need"; then
+            printf '%s' "$candidate"
+            return 0
+        fi
+    done
+    fallback="$(fallback_node_path)" || die "no Node.js >= $need found and no npm node package for $(uname -m)"
+    pkg="$(basename "$(dirname "$(dirname "$fallback")")")"
+    dir="$PEERS/node$NODE_FALLBACK_MAJOR"
+    command -v npm >/dev/null 2>&1 || die "npm is needed to install $pkg@$NODE_FALLBACK_MAJOR"
+    log "Node.js >= $need needed for $1: installing $pkg@$NODE_FALLBACK_MAJOR (npm) into $dir"
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || printf '{"private": true}\n' > "$dir/package.json"
+    npm install --prefix "$dir" --no-audit --no-fund --no-update-notifier --loglevel=error \
+        --fetch-retries=2 --fetch-timeout=30000 "$pkg@$NODE_FALLBACK_MAJOR" >&2 ||
+        die "npm install $pkg@$NODE_FALLBACK_MAJOR failed (is the npm registry reachable?)"
+    node_at_least "$fallback" "$need" || die "$fallback is not Node.js >= $need"
+    printf '%s' "$fallback"
+}
+
+TS_V1_PREFIX="$PEERS/ts-v1"
+TS_V1_PKG="$TS_V1_PREFIX/node_modules/@modelcontextprotocol/sdk/package.json"
+if [ "$WANT_TS_V1" = 1 ]; then
+    npm_peer @modelcontextprotocol/sdk "$MCP_TS_V1_VERSION" "$TS_V1_PREFIX" "$TS_V1_PKG"
+    PEER_TS_V1_NODE="$(node_for "$TS_V1_PKG")"
+    [ -n "$PEER_TS_V1_NODE" ] || die "no Node.js for @modelcontextprotocol/sdk@$MCP_TS_V1_VERSION"
+fi
+
+EVERYTHING_PREFIX="$PEERS/everything"
+EVERYTHING_DIR="$EVERYTHING_PREFIX/node_modules/@modelcontextprotocol/server-everything"
+EVERYTHING_PKG="$EVERYTHING_DIR/package.json"
+EVERYTHING_BIN="$EVERYTHING_DIR/dist/index.js"
+if [ "$WANT_EVERYTHING" = 1 ]; then
+    npm_peer @modelcontextprotocol/server-everything "$MCP_EVERYTHING_VERSION" "$EVERYTHING_PREFIX" "$EVERYTHING_BIN"
+    PEER_EVERYTHING_NODE="$(node_for "$EVERYTHING_PKG")"
+    [ -n "$PEER_EVERYTHING_NODE" ] || die "no Node.js for @modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION"
+fi
+
 printf 'PEERS_DIR=%s\n' "$PEERS"
 if [ "$WANT_PYTHON" = 1 ]; then
     printf 'PEER_PYTHON=%s\n' "$PEER_PYTHON"
@@ -232,4 +313,13 @@ if [ "$WANT_INSPECTOR" = 1 ]; then
     printf 'PEER_INSPECTOR_NODE=%s\n' "$PEER_INSPECTOR_NODE"
     printf 'PEER_INSPECTOR_PREFIX=%s\n' "$INSPECTOR_PREFIX"
     printf 'PEER_INSPECTOR_CLI=%s\n' "$INSPECTOR_CLI"
+fi
+if [ "$WANT_TS_V1" = 1 ]; then
+    printf 'PEER_TS_V1_NODE=%s\n' "$PEER_TS_V1_NODE"
+    printf 'PEER_TS_V1_PREFIX=%s\n' "$TS_V1_PREFIX"
+fi
+if [ "$WANT_EVERYTHING" = 1 ]; then
+    printf 'PEER_EVERYTHING_NODE=%s\n' "$PEER_EVERYTHING_NODE"
+    printf 'PEER_EVERYTHING_PREFIX=%s\n' "$EVERYTHING_PREFIX"
+    printf 'PEER_EVERYTHING_BIN=%s\n' "$EVERYTHING_BIN"
 fi

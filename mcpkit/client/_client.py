@@ -191,7 +191,7 @@ class Client:
             except (errors.MCPError, TransportError) as exc:
                 log.info("cached era 'legacy' no longer works (%s); probing again", exc)
                 self.era_cache.forget(self._era_key)  # type: ignore[arg-type]
-                await self._restart_transport()
+                await self._restart_transport(modern=True)
         elif cached == "modern":
             self.era = "modern"
             self._era_unconfirmed = True
@@ -241,13 +241,22 @@ class Client:
                 if chosen is not None:
                     self.protocol_version = chosen
             else:
-                chosen = _retry_version(errors.MCPError(resp.error.get("code", 0), "", resp.error.get("data")), "")
+                data = resp.error.get("data")
+                chosen = _retry_version(errors.MCPError(resp.error.get("code", 0), "", data), "")
                 if chosen is not None:
                     self.protocol_version = chosen
+                elif resp.error.get("code") == errors.UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict) and any(
+                        versions.era_of(v) == "legacy" for v in data.get("supported") or [] if isinstance(v, str)):
+                    return "legacy"  # it only speaks legacy versions: that is the initialize handshake
         return verdict
 
-    async def _restart_transport(self) -> None:
+    async def _restart_transport(self, modern: bool = False) -> None:
         await self.transport.close()
+        if modern and hasattr(self.transport, "session_id"):
+            from ._http import HttpTransport  # back to the stateless transport for the probe
+
+            self.transport = HttpTransport(self._url, **self._http_options)
+        self.era = None
         await self.transport.start()
 
     def _legacy_capabilities(self) -> dict[str, Any]:
@@ -398,6 +407,12 @@ class Client:
                 resp = await (call if limit == float("inf") else asyncio.wait_for(call, limit))
             except asyncio.TimeoutError:
                 raise TransportError(f"{method}: no answer within {limit:g} s") from None
+            except TransportError as exc:
+                status = getattr(exc, "status", None)
+                if self._era_unconfirmed and status is not None and 400 <= status < 500 and status not in (401, 403):
+                    # A cached "modern" verdict met a legacy-looking HTTP answer: probe again.
+                    return await self._reprobe_and_retry(method, params, progress, log_level, on_log, on_notification, timeout)
+                raise
             if resp.error is None:
                 if not isinstance(resp.result, dict):
                     raise ProtocolError(f"{method}: the result is not an object")
@@ -418,14 +433,22 @@ class Client:
                 continue
             if self._era_unconfirmed and not legacy and exc.code not in errors.MODERN_ERROR_CODES:
                 # The cached "modern" verdict may be stale: probe again, then retry once.
-                self._era_unconfirmed = False
-                self.era_cache.forget(self._era_key)  # type: ignore[arg-type]
-                if await self._probe() == "legacy":
-                    await self._initialize()
-                    self.era_cache.put(self._era_key, "legacy")  # type: ignore[arg-type]
-                    return await self._send(method, params, progress=progress, log_level=log_level, on_log=on_log,
-                                            on_notification=on_notification, timeout=timeout)
+                return await self._reprobe_and_retry(method, params, progress, log_level, on_log, on_notification,
+                                                     timeout, exc)
             raise exc
+
+    async def _reprobe_and_retry(self, method: str, params: Any, progress: Any, log_level: Any, on_log: Any,
+                                 on_notification: Any, timeout: Any, original: BaseException | None = None) -> dict[str, Any]:
+        self._era_unconfirmed = False
+        self.era_cache.forget(self._era_key)  # type: ignore[arg-type]
+        if await self._probe() != "legacy":
+            if original is not None:
+                raise original
+            raise TransportError(f"{method}: the server's answer fits neither era")
+        await self._initialize()
+        self.era_cache.put(self._era_key, "legacy")  # type: ignore[arg-type]
+        return await self._send(method, params, progress=progress, log_level=log_level, on_log=on_log,
+                                on_notification=on_notification, timeout=timeout)
 
     # ------------------------------------------------------------ answering input requests
     async def _answer_all(self, requests: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,8 @@ class EraCache:
             try:
                 with open(self.path, encoding="utf-8") as f:
                     data = json.load(f)
+                if not isinstance(data, dict):
+                    raise ValueError("not a JSON object")
                 self._eras = {k: v for k, v in data.items() if v in ("modern", "legacy")}
             except FileNotFoundError:
                 pass

@@ -68,6 +68,10 @@ class StdioTransport(ClientTransport):
         self._tasks: set[asyncio.Task] = set()
 
     async def start(self) -> None:
+        # A restart (e.g. after a stale era verdict) begins from a clean slate.
+        self._closed = None
+        self.pending.clear()
+        self.note_routes.clear()
         try:
             await self.proc.start()
         except OSError as exc:

@@ -108,8 +108,10 @@ def decode(data: bytes | str, *, parse_params: bool = False) -> Message:
         return Request(rid, method, params)
 
     if env.result is not UNSET or env.error is not UNSET:
+        if rid is UNSET and env.error is UNSET:
+            raise InvalidMessage(errors.invalid_request('a result response needs an "id"'))
         if rid is UNSET:
-            raise InvalidMessage(errors.invalid_request('a response needs an "id"'))
+            rid = None  # an error about a request the peer could not read carries no id
         if env.error is not UNSET:
             err = env.error
             if not (type(err) is dict and type(err.get("code")) is int and type(err.get("message")) is str):

@@ -71,7 +71,7 @@ def http_probe_verdict(status: int, message: Any | None) -> Verdict:
     result = getattr(message, "result", None) if message is not None else None
     if 200 <= status < 300 and message is not None:
         if error is None and isinstance(result, dict):
-            return "modern" if isinstance(result.get("supportedVersions"), list) else "legacy"
+            return "modern" if isinstance(result.get("supportedVersions"), list) and "capabilities" in result else "legacy"
         return "modern" if _modern_error(error) else "legacy"
     if 400 <= status < 500:
         if _modern_error(error):

@@ -52,19 +52,28 @@ class LegacySessions:
     def __len__(self) -> int:
         return len(self._sessions)
 
+    def _idle(self, entry: _Entry, now: float) -> bool:
+        # An open GET stream is a client still listening: that session is not idle.
+        return entry.stream is None and now - entry.last_used > self.idle_timeout
+
+    def _expire(self, sid: str, entry: _Entry) -> None:
+        self._sessions.pop(sid, None)
+        entry.session.close()
+        if entry.stream is not None:
+            entry.stream.put_nowait(None)
+
     def _sweep(self) -> None:
-        cutoff = time.monotonic() - self.idle_timeout
-        for sid in [sid for sid, e in self._sessions.items() if e.last_used < cutoff]:
-            self._sessions.pop(sid).session.close()
+        now = time.monotonic()
+        for sid, entry in [(sid, e) for sid, e in self._sessions.items() if self._idle(e, now)]:
+            self._expire(sid, entry)
 
     def get(self, sid: str) -> _Entry | None:
         entry = self._sessions.get(sid)
         if entry is None:
             return None
         now = time.monotonic()
-        if now - entry.last_used > self.idle_timeout:
-            self._sessions.pop(sid, None)
-            entry.session.close()
+        if self._idle(entry, now):
+            self._expire(sid, entry)
             return None
         entry.last_used = now
         return entry

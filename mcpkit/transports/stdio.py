@@ -73,6 +73,8 @@ class StdioServerSession:
             if kind == "modern":
                 self.era = "modern"
                 return "modern"
+            if req.method == "ping" and self.server.legacy:
+                return "ping"  # 2025-11-25 allows a ping before initialize; it decides nothing
             if req.method == "initialize" and self.server.legacy:
                 from ..server._legacy import LegacySession
 
@@ -111,6 +113,9 @@ class StdioServerSession:
             route = self._route(msg)
             if isinstance(route, errors.MCPError):
                 self.write(codec.encode_error(msg.id, route))
+                return
+            if route == "ping":
+                self.write(codec.encode_result(msg.id, {}))
                 return
             task = asyncio.get_running_loop().create_task(self._serve(msg) if route == "modern" else self._serve_legacy(msg))
             self.inflight[msg.id] = task
