@@ -440,7 +440,9 @@ def wl_import(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, w
     print(f"== import: {rounds} rounds", flush=True)
     timing_code = "import time as _t\n_t0 = _t.perf_counter()\n{code}print(_t.perf_counter() - _t0)\n"
     it_code = f"import sys; sys.stderr.write('{MARKER}\\n'); sys.stderr.flush(); {{stmt}}"
-    samples = {s: {"bare": [], "asyncio": [], "wall": [], "inproc": [], "importtime_pkg": [], "importtime_entry": []} for s in res.active}
+    samples = {s: {"bare": [], "asyncio": [], "wiretypes": [], "wall": [], "inproc": [], "importtime_pkg": [], "importtime_entry": []} for s in res.active}
+    # Each library's wire-type dependency alone: the floor of its import cost.
+    wire_lib = {"mcpkit": "import msgspec", "official": "import pydantic"}
     ok = {}
     for name in res.active:  # warm-up: byte-compile and fill the page cache
         side = sides[name]
@@ -461,6 +463,8 @@ def wl_import(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, w
             s["bare"].append(t)
             t, _ = run_timed([side.python, "-c", "import asyncio"], side, pin)
             s["asyncio"].append(t)
+            t, _ = run_timed([side.python, "-c", wire_lib.get(name, "pass")], side, pin)
+            s["wiretypes"].append(t)
             t, cp = run_timed([side.python, "-c", timing_code.format(code=side.build_code)], side, pin)
             if cp.returncode != 0:
                 res.error(name, "import", cp.stderr.strip()[-800:])
@@ -496,6 +500,11 @@ def wl_import(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, w
         w, b = m(n, "asyncio"), m(n, "bare")
         ref[n] = ms(w - b) if w is not None and b is not None else None
     res.row("import", "reference: `import asyncio` alone, wall above bare python", "ms", "lower", ref)
+    wref = {}
+    for n in SIDES:
+        w, b = m(n, "wiretypes"), m(n, "bare")
+        wref[n] = ms(w - b) if w is not None and b is not None else None
+    res.row("import", "reference: wire-type library alone (`msgspec` / `pydantic`), wall above bare python", "ms", "lower", wref)
 
 
 def ms(seconds: float | None) -> float | None:
