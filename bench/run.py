@@ -869,6 +869,7 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
     finally:
         for srv in servers.values():
             srv.stop()
+    floor = http_floor(pin, duration, "mcpkit" in sides and sides["mcpkit"] or None) if "mcpkit" in res.active else None
 
     res.raw["http"] = {f"{n}/{m}/c{c}": outs for (n, m, c), outs in cells.items()}
 
@@ -899,8 +900,31 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
             res.row(wl, "latency p99", "ms", "lower", g("p99"))
             res.row(wl, "errors (non-200 / no result / socket)", "count", "lower", g("errors"))
             res.row(wl, "server CPU per request", "µs", "lower", g("cpu_us"))
+    if floor is not None:
+        res.row("HTTP floor", "bare uvicorn ASGI app (same stack as mcpkit), fixed answer, c=16: server CPU per request",
+                "µs", "lower", {"mcpkit": floor})
     res.row("RSS", "HTTP server after all HTTP runs", "MiB", "lower", {n: mib(rss_after.get(n)) for n in SIDES})
     res.notes.append("HTTP requests served per server: " + ", ".join(f"{n} {v}" for n, v in total.items()))
+
+
+def http_floor(pin: Pinning, duration: float, side: "Side | None") -> float | None:
+    """CPU per request of a bare ASGI app on mcpkit's uvicorn stack: the floor under any MCP server."""
+    if side is None:
+        return None
+    floor_side = Side.__new__(Side)
+    floor_side.__dict__.update(side.__dict__)
+    floor_side.script = str(REPO / "bench" / "servers" / "floor_asgi.py")
+    srv = HttpServer(floor_side, pin)
+    try:
+        srv.wait_ready()
+        run_wrk(srv, pin, "echo", 16, min(duration, 2.0))  # warm-up
+        out = run_wrk(srv, pin, "echo", 16, duration)
+        return out["cpu_s"] * 1e6 / out["requests"] if out.get("cpu_s") and out["requests"] else None
+    except Exception as exc:  # noqa: BLE001
+        print(f"  floor measurement failed: {exc}{srv.diag()}", flush=True)
+        return None
+    finally:
+        srv.stop()
 
 
 # --------------------------------------------------------------------------- report

@@ -472,8 +472,10 @@ def run_http_server(
     if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
     app = HttpApp(server, path=path, **app_options)
+    # proxy_headers off: mcpkit reads neither the client address nor the scheme, so the
+    # X-Forwarded-* rewrite would be work for nothing on every request.
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
-                            server_header=False, date_header=False)
+                            server_header=False, date_header=False, proxy_headers=False)
 
     class _Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
