@@ -47,10 +47,16 @@ def check_request(
     raw_params: Any,
     supported_versions: Collection[str],
     capabilities: Collection[str],
+    extra_methods: "dict[str, tuple[type, str | None]] | None" = None,
 ) -> Checked:
-    """Run the ladder on one request; raise :class:`errors.MCPError` at the first failed step."""
+    """Run the ladder on one request; raise :class:`errors.MCPError` at the first failed step.
+
+    ``extra_methods`` maps methods an extension adds to (params type, gating capability).
+    """
     typ = REQUEST_PARAMS.get(method)
     cap = METHOD_CAPABILITY.get(method, "")
+    if typ is None and extra_methods is not None and method in extra_methods:
+        typ, cap = extra_methods[method]
     # Fast path: the common, valid request decodes in one pass.
     if typ is not None and (cap is None or cap in capabilities):
         try:

@@ -124,6 +124,8 @@ class Server:
         #: Fan-out of change notifications to subscriptions/listen streams.
         self.bus: Bus = bus if bus is not None else InMemoryBus()
         self._listeners: set[Any] = set()  # futures that end listen streams
+        self._extra_methods: dict[str, tuple[type, str | None]] = {}
+        self._extensions: dict[str, dict[str, Any]] = {}
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
         self.legacy = legacy
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
@@ -279,6 +281,25 @@ class Server:
 
         return deco
 
+    # ---------------------------------------------------------------- extensions
+    def add_method(self, method: str, handler: Callable[[Context, Any], Awaitable[Any]], params_type: type,
+                   capability: str | None = None) -> None:
+        """Serve an extension's method: ``handler(ctx, params)`` returns a wire Result.
+
+        ``params_type`` is a :class:`mcpkit.types.RequestParams` subclass (validated by the
+        ladder like any core method); ``capability`` names the server capability that must
+        be advertised for the method to exist (else -32601).
+        """
+        self._extra_methods[method] = (params_type, capability)
+        self._handlers[method] = handler
+
+    def add_extension(self, ext_id: str, settings: dict[str, Any] | None = None) -> None:
+        """Advertise ``capabilities.extensions[ext_id]`` (the id needs a reverse-DNS prefix)."""
+        if not M.is_valid_extension_id(ext_id):
+            raise ValueError(f"{ext_id!r} is not a valid extension identifier (prefix/name)")
+        self._extensions[ext_id] = dict(settings or {})
+        self._refresh_capabilities()
+
     def _changed(self, kind: str) -> None:
         self._refresh_capabilities()
         self._publish(Change(kind))  # type: ignore[arg-type]
@@ -326,6 +347,10 @@ class Server:
             names.add("completions")
         if self.logging:
             caps.logging = {}
+        extensions = getattr(self, "_extensions", None)
+        if extensions:
+            caps.extensions = dict(extensions)
+            names.update(f"extensions/{k}" for k in extensions)
         self._caps = caps
         self._capability_names = frozenset(names)
 
@@ -375,7 +400,8 @@ class Server:
         if req.method == "initialize" and not _has_modern_meta(req.params):
             # A legacy handshake: refuse it in a way that names what we do speak.
             raise self._initialize_refusal(req)
-        return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names)
+        return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names,
+                                     self._extra_methods or None)
 
     async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None,
                           *, principal: str | None = None, ask: "AskFn | None" = None) -> Reply:
