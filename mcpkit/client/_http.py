@@ -54,6 +54,10 @@ class HttpTransport(ClientTransport):
                 h.update(H.client_headers(method, params, version, annotations))
             except ValueError as exc:
                 raise TransportError(f"cannot send {method} over HTTP: {exc}") from None
+        return await self._with_auth(h)
+
+    async def _with_auth(self, h: dict[str, str]) -> dict[str, str]:
+        """Add the static headers and the provider's (e.g. a fresh bearer token)."""
         h.update(self.static_headers)
         if self.header_provider is not None:
             extra = self.header_provider()
@@ -94,21 +98,27 @@ class HttpTransport(ClientTransport):
     async def _server_request(self, msg: codec.Request) -> None:
         log.warning("server sent a request (%s) on a 2026-07-28 stream; ignoring it", msg.method)
 
+    async def _event(self, data: str, id: Any, on_note: OnNote | None) -> codec.Response | None:
+        """Handle one SSE event of a request's stream; the response to ``id`` when it is that."""
+        try:
+            msg = codec.decode(data, parse_params=True)
+        except codec.InvalidMessage:
+            log.warning("ignoring an SSE event that is not a JSON-RPC message")
+            return None
+        if type(msg) is codec.Response:
+            return msg if (msg.id == id or msg.id is None) else None
+        if type(msg) is codec.Notification:
+            if on_note is not None:
+                on_note(msg.method, msg.params or {})
+        else:
+            await self._server_request(msg)
+        return None
+
     async def _read_sse(self, resp: Any, id: Any, on_note: OnNote | None) -> codec.Response:
         async for data in iter_sse(resp.aiter_lines()):
-            try:
-                msg = codec.decode(data, parse_params=True)
-            except codec.InvalidMessage:
-                log.warning("ignoring an SSE event that is not a JSON-RPC message")
-                continue
-            if type(msg) is codec.Response:
-                if msg.id == id or msg.id is None:
-                    return msg
-            elif type(msg) is codec.Notification:
-                if on_note is not None:
-                    on_note(msg.method, msg.params or {})
-            else:
-                await self._server_request(msg)
+            answer = await self._event(data, id, on_note)
+            if answer is not None:
+                return answer
         raise TransportError("the server closed the event stream before answering")
 
     async def notify(self, method: str, params: dict | None) -> None:
@@ -194,13 +204,7 @@ class LegacyHttpTransport(HttpTransport):
             h["MCP-Protocol-Version"] = self.version
         if self.session_id is not None:
             h["Mcp-Session-Id"] = self.session_id
-        h.update(self.static_headers)
-        if self.header_provider is not None:
-            extra = self.header_provider()
-            if inspect.isawaitable(extra):
-                extra = await extra
-            h.update(extra or {})
-        return h
+        return await self._with_auth(h)
 
     async def request(self, id: Any, method: str, params: dict, on_note: OnNote | None) -> codec.Response:
         resp = await super().request(id, method, params, on_note or self.on_notification)
@@ -221,21 +225,10 @@ class LegacyHttpTransport(HttpTransport):
                         last_id = ev.id
                     if ev.retry is not None:
                         retry_ms = ev.retry
-                    if not ev.data:
-                        continue
-                    try:
-                        msg = codec.decode(ev.data, parse_params=True)
-                    except codec.InvalidMessage:
-                        log.warning("ignoring an SSE event that is not a JSON-RPC message")
-                        continue
-                    if type(msg) is codec.Response:
-                        if msg.id == id or msg.id is None:
-                            return msg
-                    elif type(msg) is codec.Notification:
-                        if on_note is not None:
-                            on_note(msg.method, msg.params or {})
-                    else:
-                        await self._server_request(msg)
+                    if ev.data:
+                        answer = await self._event(ev.data, id, on_note)
+                        if answer is not None:
+                            return answer
                 if last_id is None or self.session_id is None:
                     break
                 await asyncio.sleep(retry_ms / 1000.0)

@@ -104,17 +104,7 @@ class AudioContent(Struct, tag_field="type", tag="audio", kw_only=True):
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
 
-class ResourceContents(Struct, kw_only=True):
-    """Text or blob contents of a resource: exactly one of ``text`` and ``blob`` is set."""
-
-    uri: str
-    mimeType: str | UnsetType = UNSET
-    text: str | UnsetType = UNSET
-    blob: str | UnsetType = UNSET
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-class ResourceLink(Struct, tag_field="type", tag="resource_link", kw_only=True):
+class Resource(Struct, kw_only=True):
     uri: str
     name: str
     title: str | UnsetType = UNSET
@@ -123,6 +113,20 @@ class ResourceLink(Struct, tag_field="type", tag="resource_link", kw_only=True):
     annotations: Annotations | UnsetType = UNSET
     size: int | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
+    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
+
+
+class ResourceLink(Resource, tag_field="type", tag="resource_link", kw_only=True):
+    """A content block pointing at a resource: the Resource fields plus ``type``."""
+
+
+class ResourceContents(Struct, kw_only=True):
+    """Text or blob contents of a resource: exactly one of ``text`` and ``blob`` is set."""
+
+    uri: str
+    mimeType: str | UnsetType = UNSET
+    text: str | UnsetType = UNSET
+    blob: str | UnsetType = UNSET
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
 
@@ -169,18 +173,6 @@ class Tool(Struct, kw_only=True):
     description: str | UnsetType = UNSET
     outputSchema: dict[str, JSON] | UnsetType = UNSET
     annotations: ToolAnnotations | UnsetType = UNSET
-    icons: list[Icon] | UnsetType = UNSET
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-class Resource(Struct, kw_only=True):
-    uri: str
-    name: str
-    title: str | UnsetType = UNSET
-    description: str | UnsetType = UNSET
-    mimeType: str | UnsetType = UNSET
-    annotations: Annotations | UnsetType = UNSET
-    size: int | UnsetType = UNSET
     icons: list[Icon] | UnsetType = UNSET
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
