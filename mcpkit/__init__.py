@@ -23,6 +23,13 @@ _EXPORTS = {
     "user": "mcpkit.server",
     "assistant": "mcpkit.server",
     "Client": "mcpkit.client",
+    "TransportError": "mcpkit.client",
+    "ProtocolError": "mcpkit.client",
+    "EraCache": "mcpkit.client._era",
+    "KeyRing": "mcpkit.server._state",
+    "Bus": "mcpkit.server._bus",
+    "InMemoryBus": "mcpkit.server._bus",
+    "Change": "mcpkit.server._bus",
     "MCPError": "mcpkit.protocol.errors",
     "types": "mcpkit.protocol.types",
     "LATEST_PROTOCOL_VERSION": "mcpkit.protocol.versions",
@@ -30,7 +37,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:
-    from .client import Client
+    from .client import Client, ProtocolError, TransportError
+    from .client._era import EraCache
+    from .server._bus import Bus, Change, InMemoryBus
+    from .server._state import KeyRing
     from .protocol import types
     from .protocol.errors import MCPError
     from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
