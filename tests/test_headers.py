@@ -49,7 +49,8 @@ def test_header_name_constants():
     assert h.PARAM_HEADER_PREFIX == "Mcp-Param-"
     assert h.param_header_name("Region") == "Mcp-Param-Region"
     assert h.MAX_SAFE_INTEGER == 9007199254740991
-    assert dict(h.NAME_SOURCES) == {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+    assert dict(h.NAME_SOURCES) == {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                                    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
 # --------------------------------------------------------------------------- encode_value

@@ -47,8 +47,12 @@ ANNOTATION_KEY = "x-mcp-header"
 #: Largest integer a JavaScript intermediary can hold exactly; mirrored integers stay within ±this.
 MAX_SAFE_INTEGER = 2**53 - 1
 
-#: Methods that carry ``Mcp-Name``, and the ``params`` field it mirrors.
-NAME_SOURCES: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Methods that carry ``Mcp-Name``, and the ``params`` field it mirrors (SEP-2243; the
+#: ``tasks/*`` methods of the tasks extension mirror ``taskId``, SEP-2663).
+NAME_SOURCES: Mapping[str, str] = {
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
+}
 
 # The markers are case-sensitive: "=?BASE64?...?=" is an ordinary literal.
 SENTINEL_PREFIX = "=?base64?"

@@ -341,6 +341,8 @@ class SubscriptionFilter(Struct, kw_only=True):
     promptsListChanged: bool | UnsetType = UNSET
     resourcesListChanged: bool | UnsetType = UNSET
     resourceSubscriptions: list[str] | UnsetType = UNSET
+    #: Tasks extension (SEP-2663): ``notifications/tasks`` for these task ids.
+    taskIds: list[str] | UnsetType = UNSET
 
 
 class ListenParams(RequestParams, kw_only=True):

@@ -28,7 +28,8 @@ class Context:
     stream. Nothing here outlives the request: the protocol is stateless.
     """
 
-    __slots__ = ("server", "request_id", "method", "meta", "_m", "_emit", "_last_progress", "_ask", "_counters", "state")
+    __slots__ = ("server", "request_id", "method", "meta", "_m", "_emit", "_last_progress", "_ask", "_counters", "state",
+                 "principal", "_task")
 
     def __init__(self, server: "Server", request_id: Any, method: str, meta: dict, m: RequestMeta, emit: Emit | None = None) -> None:
         self.server = server
@@ -43,6 +44,9 @@ class Context:
         self._counters: dict[str, int] = {}
         #: Handler data kept across MRTR rounds (sealed into requestState with the answers).
         self.state: dict[str, Any] = {}
+        #: The authenticated caller, when the transport knows one (MRTR state and tasks are bound to it).
+        self.principal: str | None = None
+        self._task: Any = None  # the tasks extension's run, for a tool call that may become a task
 
     # ------------------------------------------------------------ what the client said
     @property
@@ -73,7 +77,16 @@ class Context:
 
     # ------------------------------------------------------------ notifications
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` if the client asked for it; never goes backwards."""
+        """Send ``notifications/progress`` if the client asked for it; never goes backwards.
+
+        In a task (tasks extension) no notification is sent: ``message`` becomes the task's
+        ``statusMessage``.
+        """
+        task = self._task
+        if task is not None and task.task_id is not None:
+            if message is not None:
+                await task.set_status(message)
+            return
         token = self.progress_token
         if token is None:
             return
@@ -113,6 +126,29 @@ class Context:
 
     async def error(self, data: Any, logger: str | None = None) -> None:
         await self.log("error", data, logger)
+
+    # ------------------------------------------------------------ tasks (io.modelcontextprotocol/tasks)
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this tool call runs as, or None (see :mod:`mcpkit.server._tasks`)."""
+        task = self._task
+        return task.task_id if task is not None else None
+
+    async def start_task(self) -> bool:
+        """Continue this tool call as a task: the client gets its ``CreateTaskResult`` now and
+        this handler keeps running in the background.
+
+        For tools registered with ``task_start="explicit"``: code before this call runs
+        synchronously (questions asked there go the MRTR way, before any task exists).
+        Returns False, and the call simply continues synchronously, when it cannot become a
+        task (tasks not enabled for the tool, or the client did not declare the extension);
+        True when it is (or already was) a task.
+        """
+        task = self._task
+        if task is None:
+            return False
+        await task.start()
+        return True
 
     # ------------------------------------------------------------ asking the client for input
     async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:

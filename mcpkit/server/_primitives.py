@@ -4,7 +4,7 @@ become wire results."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import msgspec
 from msgspec import UNSET
@@ -16,6 +16,13 @@ from ._uritemplate import UriTemplate
 
 _json = msgspec.json.Encoder()
 _CONTENT = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+
+
+#: How a tool relates to the tasks extension, and when its call becomes a task.
+TaskSupport = Literal["never", "optional", "required"]
+TaskStart = Literal["immediate", "explicit"]
+TASK_SUPPORT: tuple[str, ...] = ("never", "optional", "required")
+TASK_START: tuple[str, ...] = ("immediate", "explicit")
 
 
 class ToolError(Exception):
@@ -103,7 +110,7 @@ class CacheHints:
 
 
 class ToolDef:
-    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map")
+    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map", "task", "task_start")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  annotations: t.ToolAnnotations | dict | None, icons: list | None, meta: dict | None,
@@ -128,6 +135,9 @@ class ToolDef:
         )
         self.header_map: dict[str, tuple[str, ...]] | None = None
         self.cache = CacheHints()
+        #: Tasks extension: "never" | "optional" | "required", and "immediate" | "explicit".
+        self.task = "never"
+        self.task_start = "immediate"
 
     def to_result(self, value: Any) -> t.CallToolResult:
         if isinstance(value, t.CallToolResult):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Awaitable, Callable, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -17,10 +17,14 @@ from ._context import Context, Emit
 from ._input import AskFn, InputRequired, MrtrAnswers
 from ._state import INVALID_STATE_MESSAGE, KeyRing, StateError, StateSealer, digest_arguments
 from ._pagination import page
+from ._primitives import TASK_START, TASK_SUPPORT, TaskStart, TaskSupport
 from ._primitives import (
     CacheHints, PromptDef, ResourceDef, TemplateDef, ToolDef, ToolError, not_found, resource_contents,
 )
 from ._uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from ._tasks import Tasks, TaskStore  # loaded only when tasks are enabled
 
 log = logging.getLogger("mcpkit.server")
 
@@ -89,6 +93,7 @@ class Server:
         state_ttl: float = 600.0,
         bus: Bus | None = None,
         legacy: bool = True,
+        tasks: "bool | TaskStore" = False,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -142,6 +147,10 @@ class Server:
             "completion/complete": self._complete,
             "subscriptions/listen": self._listen,
         }
+        #: The tasks extension (io.modelcontextprotocol/tasks), once enabled.
+        self.tasks: "Tasks | None" = None
+        if tasks is not False and tasks is not None:
+            self.enable_tasks(None if tasks is True else tasks)
 
     # ================================================================ registration
     def tool(
@@ -158,12 +167,18 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
+        task: TaskSupport = "never",
+        task_start: TaskStart = "immediate",
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a function as a tool. Its type hints become the ``inputSchema``.
 
         ``blocking=True`` runs a sync function in a worker thread instead of on the event loop.
         ``input_schema`` publishes a hand-written schema instead (arguments are still bound
         to the signature). ``ttl_ms``/``cache_scope`` bound the ``tools/list`` cache hints.
+        ``task`` (needs tasks enabled: ``Server(..., tasks=True)``): ``"optional"`` runs the
+        call as a task for clients that declare the tasks extension, ``"required"`` refuses
+        other clients (-32021); ``task_start="explicit"`` makes it a task only once the
+        handler calls ``await ctx.start_task()``. See :mod:`mcpkit.server._tasks`.
         """
         if callable(name):  # used bare: @server.tool
             return self.tool()(name)
@@ -176,6 +191,7 @@ class Server:
                     raise ValueError(f"tool {tool.name!r}: input_schema must have type 'object' at its root")
                 tool.wire.inputSchema = input_schema
             tool.cache = CacheHints(ttl_ms, cache_scope)
+            tool.task, tool.task_start = task, task_start
             self.add_tool(tool)
             return fn
 
@@ -188,6 +204,11 @@ class Server:
             tool.header_map = headers.header_annotations(tool.wire.inputSchema) or None
         except headers.InvalidHeaderAnnotation as exc:
             raise ValueError(f"tool {tool.name!r}: invalid x-mcp-header annotation: {exc}") from None
+        if tool.task not in TASK_SUPPORT or tool.task_start not in TASK_START:
+            raise ValueError(f"tool {tool.name!r}: task must be one of {TASK_SUPPORT} and task_start one of {TASK_START}")
+        if tool.task != "never" and self.tasks is None:
+            raise ValueError(f"tool {tool.name!r}: task={tool.task!r} needs the tasks extension; "
+                             "enable it first: Server(..., tasks=True) or server.enable_tasks()")
         self._tools[tool.name] = tool
         self._changed("tools")
 
@@ -299,6 +320,28 @@ class Server:
             raise ValueError(f"{ext_id!r} is not a valid extension identifier (prefix/name)")
         self._extensions[ext_id] = dict(settings or {})
         self._refresh_capabilities()
+
+    def enable_tasks(self, store: TaskStore | None = None, *, ttl_ms: int | None = 3_600_000,
+                     poll_interval_ms: int | None = 1_000) -> Tasks:
+        """Serve the tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663).
+
+        Advertises it, serves ``tasks/get``, ``tasks/update`` and ``tasks/cancel``, and lets
+        tools registered with ``task="optional"|"required"`` answer ``tools/call`` with a task.
+        ``store`` keeps task records (default: in memory); tasks expire ``ttl_ms`` after
+        creation (None: never); ``poll_interval_ms`` is the polling pace suggested to clients.
+        Returns the :class:`~mcpkit.server._tasks.Tasks` object (also ``server.tasks``).
+        """
+        from ._tasks import Tasks, TaskStore
+
+        if self.tasks is not None:
+            raise RuntimeError("tasks are already enabled on this server")
+        if store is not None and not isinstance(store, TaskStore):
+            raise TypeError("tasks must be True, False or a TaskStore")
+        tasks = Tasks(self, store, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)
+        tasks.install()
+        self.tasks = tasks
+        self._handlers["tools/call"] = tasks.call_tool
+        return tasks
 
     def _changed(self, kind: str) -> None:
         self._refresh_capabilities()
@@ -415,6 +458,7 @@ class Server:
         method = req.method
         params = checked.params
         ctx = Context(self, req.id, method, params.meta, checked.meta, emit)
+        ctx.principal = principal
         try:
             binding = None
             if method in _MRTR_METHODS:

@@ -291,10 +291,10 @@ class HttpApp:
             assert isinstance(p, CallToolParams)
             name_params = {"name": p.name, "arguments": p.arguments}
             annotations = server.tool_header_map(p.name)
-        elif req.method == "prompts/get":
-            name_params = {"name": p.name}  # type: ignore[attr-defined]
-        elif req.method == "resources/read":
-            name_params = {"uri": p.uri}  # type: ignore[attr-defined]
+        else:
+            source = H.NAME_SOURCES.get(req.method)  # prompts/get, resources/read, tasks/*
+            if source is not None:
+                name_params = {source: getattr(p, source, None)}
         try:
             H.check_request_headers(hdrs, req.method, name_params, checked.meta.protocolVersion, annotations,
                                     supported_versions=server.supported_versions, lowered=True)
