@@ -32,6 +32,8 @@ def test_server_legs_both_revisions_on_one_endpoint() -> None:
     assert proc.returncode == 0, f"conformance server legs failed:\n{out[-6000:]}"
     assert "scored for requirements 2026-07-28: 37 passed, 0 failed" in out
     assert "scored for requirements 2025-11-25: 30 passed, 0 failed" in out
+    # Unscored but run: the tasks-* extension scenarios pass too (50 scenarios, none failing).
+    assert "50 passed, 0 failed" in out
 
 
 def test_client_leg_2026_07_28() -> None:
