@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out_fd = None
         if not args.http:
             # Before the user's module runs: an import-time print() must not reach the MCP stream.
-            from .transports.stdio import claim_stdout
+            from .transports._stdio_main import claim_stdout
 
             out_fd = claim_stdout()
         try:

@@ -463,3 +463,52 @@ def test_paginated_lists_over_stdio(testserver):
             break
     assert names == ["sleep", "echo", "noisy", "boom", "refuse", "whoami", "multiline"]
     assert pages == 4
+
+
+# ---------------------------------------------------------------- the synchronous opening
+# A stdio server answers its opening discover/list requests before starting the event loop
+# (cold start); the first request that may need the loop hands over without losing order,
+# era or bytes.
+def test_opening_discover_then_tool_call_in_one_write(spawn):
+    peer = spawn()
+    peer.send(request(1, "server/discover"), request(2, "tools/list"),
+              request(3, "tools/call", name="add", arguments={"a": 2, "b": 3}), request(4, "tools/list"))
+    got = {m["id"]: m for m in (peer.recv(), peer.recv(), peer.recv(), peer.recv())}
+    assert got[1]["result"]["supportedVersions"] == [VERSION]
+    assert got[3]["result"]["structuredContent"] == {"result": 5}
+    assert got[2]["result"]["tools"] == got[4]["result"]["tools"]
+    peer.assert_alive()
+
+
+def test_opening_then_initialize_is_cross_era(spawn):
+    peer = spawn()
+    assert "result" in peer.ask(request(1, "server/discover"))
+    reply = peer.ask({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}})
+    assert reply["error"]["code"] == -32600
+    assert "2026-07-28" in reply["error"]["message"]
+
+
+def test_opening_answers_then_exits_at_eof(spawn):
+    peer = spawn()
+    peer.send(request(1, "server/discover"), request(2, "prompts/list"))
+    assert peer.recv()["id"] == 1 and peer.recv()["id"] == 2
+    peer.close_stdin()
+    assert peer.proc.wait(timeout=5) == 0
+
+
+def test_opening_garbage_then_legacy_handshake(spawn):
+    # Garbage is answered in the opening; it decides no era, so initialize still works.
+    peer = spawn()
+    peer.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method"\n')
+    assert peer.recv()["error"]["code"] == -32700
+    reply = peer.ask({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}})
+    assert reply["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_opening_last_line_without_newline_is_answered(spawn):
+    peer = spawn()
+    peer.send_raw(line(request(1, "server/discover")))
+    peer.close_stdin()
+    assert peer.recv()["id"] == 1

@@ -413,7 +413,7 @@ class Server:
     def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
         """Serve forever (until stdin closes, for stdio)."""
         if transport == "stdio":
-            from ..transports.stdio import run_stdio_server
+            from ..transports._stdio_main import run_stdio_server
 
             run_stdio_server(self, **kwargs)
         elif transport == "http":

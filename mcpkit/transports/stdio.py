@@ -15,38 +15,17 @@ import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..protocol import codec, eras, errors
+from . import _stdio_main
+from ._stdio_main import Out, claim_stdout, run_stdio_server  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from ..server import Server
 
 log = logging.getLogger("mcpkit.stdio")
 
-#: Lines longer than this are refused (the rest of the line is skipped) rather than buffered.
-MAX_LINE = 16 * 1024 * 1024
 
 
 # ====================================================================== server
-class _Out:
-    """Writes whole lines to the MCP output fd; a line is never interleaved with another."""
-
-    __slots__ = ("fd",)
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def write(self, data: bytes) -> None:
-        buf = memoryview(data + b"\n")
-        while buf:
-            try:
-                n = os.write(self.fd, buf)
-            except BlockingIOError:  # a non-blocking pipe that is full: wait for the reader
-                import select
-
-                select.select([], [self.fd], [])
-                continue
-            buf = buf[n:]
-
-
 class StdioServerSession:
     """Serves one stream of lines; independent of where the lines come from."""
 
@@ -185,13 +164,29 @@ class StdioServerSession:
             task.cancel()
 
 
-async def serve_stdio(server: "Server", *, drain_timeout: float = 10.0, in_fd: int | None = None, out_fd: int | None = None) -> None:
-    """Serve MCP on stdin/stdout until stdin reaches EOF."""
+async def serve_stdio(server: "Server", *, drain_timeout: float = 10.0, in_fd: int | None = None,
+                      out_fd: int | None = None, opening: Any = None) -> None:
+    """Serve MCP on stdin/stdout until stdin reaches EOF.
+
+    ``opening`` carries over what the synchronous opening phase already did (the era it
+    decided, and the unread rest of its input).
+    """
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
     out_fd = claim_stdout() if out_fd is None else out_fd
-    session = StdioServerSession(server, _Out(out_fd).write)
-    async for line in _lines(in_fd, session):
-        session.feed(line)
+    session = StdioServerSession(server, Out(out_fd).write)
+    if opening is not None:
+        session.era = opening.era
+        for line in opening.take_lines():
+            if len(line) > _stdio_main.MAX_LINE:
+                session.write(codec.encode_error(None, errors.invalid_request(
+                    f"message longer than {_stdio_main.MAX_LINE} bytes")))
+            else:
+                session.feed(line)
+    if opening is None or not opening.eof:
+        async for line in _lines(in_fd, session, opening.rest if opening is not None else b""):
+            session.feed(line)
+    elif opening.rest:
+        session.feed(opening.rest)  # a last line without its newline
     await session.drain(drain_timeout)
 
 
@@ -214,8 +209,9 @@ def _pollable(fd: int) -> bool:
         ep.close()
 
 
-async def _lines(fd: int, session: StdioServerSession) -> Any:
-    """Yield inbound lines until EOF; oversized lines are answered and skipped."""
+async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Any:
+    """Yield inbound lines until EOF (``head``: bytes already read); oversized lines are
+    answered and skipped."""
     loop = asyncio.get_running_loop()
     if not _pollable(fd):
         # stdin is a regular file or /dev/null: read it on a thread instead.
@@ -231,9 +227,15 @@ async def _lines(fd: int, session: StdioServerSession) -> Any:
 
         threading.Thread(target=pump, name="mcpkit-stdin", daemon=True).start()
         while (item := await queue.get()) is not None:
+            if head:
+                item, head = head + item, b""
             yield item
+        if head:
+            yield head
         return
-    reader = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
+    reader = asyncio.StreamReader(limit=_stdio_main.MAX_LINE, loop=loop)
+    if head:
+        reader.feed_data(head)
     pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
     transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     try:
@@ -246,7 +248,7 @@ async def _lines(fd: int, session: StdioServerSession) -> Any:
                 return
             except asyncio.LimitOverrunError:
                 await _skip_line(reader)
-                session.write(codec.encode_error(None, errors.invalid_request(f"message longer than {MAX_LINE} bytes")))
+                session.write(codec.encode_error(None, errors.invalid_request(f"message longer than {_stdio_main.MAX_LINE} bytes")))
                 continue
             yield line
     finally:
@@ -262,47 +264,6 @@ async def _skip_line(reader: asyncio.StreamReader) -> None:
             await reader.readexactly(exc.consumed)
         except asyncio.IncompleteReadError:
             return
-
-
-def claim_stdout() -> int:
-    """Keep the real stdout for MCP and point fd 1 (and sys.stdout) at stderr.
-
-    A stray ``print()`` in a handler, or a C library writing to fd 1, would otherwise
-    corrupt the message stream.
-    """
-    sys.stdout.flush()
-    mcp_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return mcp_fd
-
-
-def run_stdio_server(server: "Server", *, exit_on_eof: bool = True, **kwargs: Any) -> None:
-    """Serve ``server`` on stdio until stdin closes (``out_fd``: an fd already claimed for MCP).
-
-    With ``exit_on_eof`` (the default) the process ends right after the last answer is
-    written: atexit handlers run and streams are flushed, but the interpreter's slow module
-    teardown is skipped, so a host closing many servers is not kept waiting.
-    """
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        asyncio.run(serve_stdio(server, **kwargs))
-    except KeyboardInterrupt:
-        pass
-    if exit_on_eof:
-        _exit_now()
-
-
-def _exit_now() -> None:
-    import atexit
-
-    try:
-        atexit._run_exitfuncs()  # logging.shutdown and the user's own handlers
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(0)
 
 
 # ====================================================================== client
@@ -325,7 +286,7 @@ class StdioProcess:
         self.proc = await asyncio.create_subprocess_exec(
             self.command, *self.args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=self.stderr, env=env, cwd=self.cwd, limit=MAX_LINE,
+            stderr=self.stderr, env=env, cwd=self.cwd, limit=_stdio_main.MAX_LINE,
         )
 
     async def send(self, data: bytes) -> None:
@@ -342,7 +303,7 @@ class StdioProcess:
             return exc.partial or None
         except asyncio.LimitOverrunError:
             await _skip_line(self.proc.stdout)
-            log.warning("skipped a line longer than %d bytes from the server", MAX_LINE)
+            log.warning("skipped a line longer than %d bytes from the server", _stdio_main.MAX_LINE)
             return b""
         return line
 

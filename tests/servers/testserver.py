@@ -9,11 +9,11 @@ import asyncio
 import os
 import sys
 
-import mcpkit.transports.stdio as stdio
+import mcpkit.transports._stdio_main as _stdio_main
 from mcpkit import Context, Server, ToolError
 
 if os.environ.get("MCPKIT_TEST_MAX_LINE"):
-    stdio.MAX_LINE = int(os.environ["MCPKIT_TEST_MAX_LINE"])
+    _stdio_main.MAX_LINE = int(os.environ["MCPKIT_TEST_MAX_LINE"])
 
 server = Server("mcpkit-testserver", "9.9.9", instructions="A server for tests.", page_size=2)
 

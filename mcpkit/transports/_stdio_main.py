@@ -1,0 +1,163 @@
+"""Running a stdio server: the opening answered without an event loop, then the loop.
+
+Hosts often spawn a server only to ask ``server/discover`` (or list its tools) and close
+it. Those first requests are answered synchronously, before asyncio is even imported,
+which cuts the cold start; the first request that may need the loop (a tool call, a
+legacy handshake, anything else) hands over to the asyncio session with the era and the
+unread input carried over.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import codec, eras, errors
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+#: Lines longer than this are refused (the rest of the line is skipped) rather than buffered.
+MAX_LINE = 16 * 1024 * 1024
+
+#: Methods the opening may answer: their handlers are mcpkit's own and never wait on I/O.
+_OPENING_METHODS = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
+                              "resources/templates/list"})
+
+
+class Out:
+    """Writes whole lines to the MCP output fd; a line is never interleaved with another."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, data: bytes) -> None:
+        buf = memoryview(data + b"\n")
+        while buf:
+            try:
+                n = os.write(self.fd, buf)
+            except BlockingIOError:  # a non-blocking pipe that is full: wait for the reader
+                import select
+
+                select.select([], [self.fd], [])
+                continue
+            buf = buf[n:]
+
+
+def claim_stdout() -> int:
+    """Keep the real stdout for MCP and point fd 1 (and sys.stdout) at stderr.
+
+    A stray ``print()`` in a handler, or a C library writing to fd 1, would otherwise
+    corrupt the message stream.
+    """
+    sys.stdout.flush()
+    mcp_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return mcp_fd
+
+
+class Opening:
+    """What the synchronous opening leaves for the event loop."""
+
+    __slots__ = ("era", "lines", "rest", "eof")
+
+    def __init__(self) -> None:
+        self.era: str | None = None
+        self.lines: list[bytes] = []  # complete lines not answered yet, in order
+        self.rest = b""  # an incomplete last line
+        self.eof = False
+
+    def take_lines(self) -> list[bytes]:
+        lines, self.lines = self.lines, []
+        return lines
+
+
+def answer_opening(server: "Server", in_fd: int, write: Any) -> Opening:
+    """Answer discover/list requests synchronously until one needs the event loop or EOF."""
+    opening = Opening()
+    buf = b""
+    while True:
+        try:
+            chunk = os.read(in_fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            opening.eof = True
+            opening.rest = buf
+            return opening
+        buf += chunk
+        if len(buf) > MAX_LINE and b"\n" not in buf:
+            opening.rest = buf  # an oversized line: the session refuses it properly
+            return opening
+        *lines, buf = buf.split(b"\n")
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            if len(line) > MAX_LINE or not _answer_now(server, line, write, opening):
+                opening.lines = lines[i:]
+                opening.rest = buf
+                return opening
+
+
+def _answer_now(server: "Server", line: bytes, write: Any, opening: Opening) -> bool:
+    """Answer ``line`` here if that needs no event loop; False hands it to the loop."""
+    try:
+        msg = codec.decode(line)
+    except codec.InvalidMessage as exc:
+        write(codec.encode_error(exc.id, exc.error))
+        return True
+    if type(msg) is not codec.Request or msg.method not in _OPENING_METHODS:
+        return False
+    if eras.request_era(codec.params_dict(msg.params)) != "modern":
+        return False
+    coro = server.handle(msg)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        opening.era = "modern"
+        write(done.value.body)
+        return True
+    coro.close()  # it wanted to wait after all: the loop will answer it (these methods are pure)
+    return False
+
+
+def run_stdio_server(server: "Server", *, exit_on_eof: bool = True, in_fd: int | None = None,
+                     out_fd: int | None = None, **kwargs: Any) -> None:
+    """Serve ``server`` on stdio until stdin closes (``out_fd``: an fd already claimed for MCP).
+
+    With ``exit_on_eof`` (the default) the process ends right after the last answer is
+    written: atexit handlers run and streams are flushed, but the interpreter's slow module
+    teardown is skipped, so a host closing many servers is not kept waiting.
+    """
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    in_fd = sys.stdin.fileno() if in_fd is None else in_fd
+    out_fd = claim_stdout() if out_fd is None else out_fd
+    try:
+        opening = answer_opening(server, in_fd, Out(out_fd).write)
+        if opening.lines or opening.rest or not opening.eof:
+            import asyncio
+
+            from .stdio import serve_stdio
+
+            asyncio.run(serve_stdio(server, in_fd=in_fd, out_fd=out_fd, opening=opening, **kwargs))
+    except KeyboardInterrupt:
+        pass
+    if exit_on_eof:
+        _exit_now()
+
+
+def _exit_now() -> None:
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()  # logging.shutdown and the user's own handlers
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(0)
