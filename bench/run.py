@@ -1042,7 +1042,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default=",".join(ALL_WORKLOADS), help=f"comma list from {','.join(ALL_WORKLOADS)}")
     ap.add_argument("--sides", default="mcpkit,official", help="comma list: mcpkit,official")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run (default 10)")
-    ap.add_argument("--http-rounds", type=int, default=2, help="interleaved rounds per HTTP cell (default 2)")
+    ap.add_argument("--http-rounds", type=int, default=3, help="interleaved rounds per HTTP cell (default 3: the median then survives one disturbed round)")
     ap.add_argument("--concurrency", default="1,16,64", help="HTTP connection counts (default 1,16,64)")
     ap.add_argument("--import-rounds", type=int, default=10)
     ap.add_argument("--cold-rounds", type=int, default=20)
