@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from _peers import run_peer_json, tail
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEROP = Path(__file__).resolve().parent / "interop"
@@ -205,20 +206,7 @@ def test_legacy_client_lists_tools_and_calls_add(run_peer, peer: str, mode: str)
 
 # ------------------------------------------------------------------ helpers
 def _run_json(argv: list[str]) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "NODE_OPTIONS")}
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL, cwd=INTEROP)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"peer {argv[1]} did not finish in {PEER_TIMEOUT} s\n{_tail(exc.stderr)}", pytrace=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        pytest.fail(f"peer {Path(argv[1]).name} exited {proc.returncode} without a report\n"
-                    f"stdout: {_tail(proc.stdout)}\nstderr: {_tail(proc.stderr)}", pytrace=False)
-    out = json.loads(lines[-1])
-    out["_stderr"] = proc.stderr[-4000:]
-    return out
+    return run_peer_json(argv, cwd=INTEROP, timeout=PEER_TIMEOUT)
 
 
 def _no_error(out: dict[str, Any]) -> None:
@@ -235,7 +223,4 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _tail(text: str | bytes | None, n: int = 40) -> str:
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    return "\n".join((text or "").splitlines()[-n:])
+_tail = tail

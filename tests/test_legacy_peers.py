@@ -19,7 +19,6 @@ as ``python -m mcpkit serve --http``. A peer that cannot be installed FAILS thes
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any, Callable, Iterator
 
 import httpx
 import pytest
+from _peers import run_peer_json, tail
 
 from _http_fixtures import META_CAPS, META_VERSION, mcpkit_serve_argv, running_server
 from conftest import DEMO, ROOT
@@ -289,21 +289,7 @@ def _assert_endpoint_serves(url: str) -> None:
 
 
 def _run_json(argv: list[str]) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "NODE_OPTIONS")}
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    env["LEGACY_PEER_SERVER_PYTHONPATH"] = str(ROOT)  # for the stdio server the peer spawns
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PEER_TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL, cwd=INTEROP)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"peer {Path(argv[1]).name} did not finish in {PEER_TIMEOUT} s\n{_tail(exc.stderr)}", pytrace=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        pytest.fail(f"peer {' '.join(Path(a).name for a in argv[:3])} exited {proc.returncode} without a report\n"
-                    f"stdout: {_tail(proc.stdout)}\nstderr: {_tail(proc.stderr)}", pytrace=False)
-    out = json.loads(lines[-1])
-    out["_stderr"] = proc.stderr[-4000:]
-    return out
+    return run_peer_json(argv, cwd=INTEROP, timeout=PEER_TIMEOUT, extra_env={"LEGACY_PEER_SERVER_PYTHONPATH": str(ROOT)})
 
 
 def _no_error(out: dict[str, Any]) -> None:
@@ -314,7 +300,4 @@ def _no_error(out: dict[str, Any]) -> None:
                     f"{err['step']}: {err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
 
 
-def _tail(text: str | bytes | None, n: int = 40) -> str:
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    return "\n".join((text or "").splitlines()[-n:])
+_tail = tail

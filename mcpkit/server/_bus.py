@@ -8,7 +8,7 @@ workers behind a load balancer) can replace :class:`InMemoryBus` without touchin
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, AsyncIterator, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import asyncio

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import codec, eras, errors
+from ..protocol import codec, eras
 
 if TYPE_CHECKING:
     from ..server import Server

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..protocol import codec, eras, errors
 from . import _stdio_main
