@@ -43,9 +43,10 @@ async def run_discover(target: list[str], *, as_json: bool, timeout: float) -> i
 async def _answers_initialize(target: Any, timeout: float) -> bool:
     """Whether a modern server also speaks 2025-11-25 (a second, legacy-only connection)."""
     import asyncio
-    import os
+    import subprocess
 
-    probe = Client(target, mode="legacy", timeout=min(timeout, 5.0), stderr=None if isinstance(target, str) else open(os.devnull, "w"))
+    probe = Client(target, mode="legacy", timeout=min(timeout, 5.0),
+                   stderr=None if isinstance(target, str) else subprocess.DEVNULL)
     try:
         await asyncio.wait_for(probe.start(), min(timeout, 5.0))
         return probe.era == "legacy"
