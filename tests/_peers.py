@@ -36,3 +36,26 @@ def run_peer_json(argv: list[str], *, cwd: Path, timeout: float, extra_env: dict
     out = json.loads(lines[-1])
     out["_stderr"] = proc.stderr[-4000:]
     return out
+
+
+def install_peers(names: list[str], keys: tuple[str, ...], what: str, *, timeout: float = 900) -> dict[str, str]:
+    """Run ``scripts/install_peers.sh NAMES`` (cached) and return its ``KEY=value`` lines.
+
+    FAILS, never skips, when the peers cannot be installed: CI installs them.
+    """
+    root = Path(__file__).resolve().parent.parent
+    cmd = " ".join(["scripts/install_peers.sh", *names])
+    try:
+        proc = subprocess.run(["bash", str(root / "scripts" / "install_peers.sh"), *names], cwd=root,
+                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{cmd} did not finish in {timeout} s (package registry unreachable or very slow?)\n"
+                    f"{tail(exc.stderr)}", pytrace=False)
+    if proc.returncode != 0:
+        pytest.fail(f"could not install {what}: {cmd} exited {proc.returncode}. Are PyPI and the npm registry "
+                    f"reachable?\n{tail(proc.stderr)}", pytrace=False)
+    where = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    for key in keys:
+        if not where.get(key):
+            pytest.fail(f"{cmd} printed no {key}=...; stdout was:\n{proc.stdout}", pytrace=False)
+    return where

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from _peers import install_peers
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEROP = Path(__file__).resolve().parent / "interop"
@@ -55,21 +56,9 @@ TRANSPORTS = [pytest.param("stdio", id="stdio"), pytest.param("http", id="http")
 @pytest.fixture(scope="session")
 def inspector() -> dict[str, str]:
     """Install (or find cached) the Inspector and a Node.js for it; FAIL, not skip, when impossible."""
-    try:
-        proc = subprocess.run(["bash", str(INSTALL_PEERS), "inspector"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"scripts/install_peers.sh inspector did not finish in {INSTALL_TIMEOUT} s "
-                    f"(npm registry unreachable or very slow?)\n{_tail(exc.stderr)}", pytrace=False)
-    if proc.returncode != 0:
-        pytest.fail("could not install the MCP Inspector (npm @modelcontextprotocol/inspector@2.12.0 and a "
-                    f"Node.js >= 22.19): scripts/install_peers.sh inspector exited {proc.returncode}. "
-                    f"Is the npm registry reachable?\n{_tail(proc.stderr)}", pytrace=False)
-    where = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-    for key in ("PEER_INSPECTOR_NODE", "PEER_INSPECTOR_CLI"):
-        if not where.get(key):
-            pytest.fail(f"scripts/install_peers.sh printed no {key}=...; stdout was:\n{proc.stdout}", pytrace=False)
-    return where
+    return install_peers(["inspector"], ("PEER_INSPECTOR_NODE", "PEER_INSPECTOR_CLI"),
+                         "the MCP Inspector (npm @modelcontextprotocol/inspector@2.12.0 and a Node.js >= 22.19)",
+                         timeout=INSTALL_TIMEOUT)
 
 
 @pytest.fixture(scope="module")

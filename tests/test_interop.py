@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from _peers import run_peer_json, tail
+from _peers import install_peers, run_peer_json, tail
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEROP = Path(__file__).resolve().parent / "interop"
@@ -56,21 +56,8 @@ PEER_TIMEOUT = 90
 @pytest.fixture(scope="session")
 def interop_peers() -> dict[str, str]:
     """Install (or find cached) the peer clients; FAIL, not skip, when that is impossible."""
-    try:
-        proc = subprocess.run(["bash", str(INSTALL_PEERS)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"scripts/install_peers.sh did not finish in {INSTALL_TIMEOUT} s "
-                    f"(package registry unreachable or very slow?)\n{_tail(exc.stderr)}", pytrace=False)
-    if proc.returncode != 0:
-        pytest.fail("could not install the interop peer clients (PyPI mcp / npm @modelcontextprotocol/client): "
-                    f"scripts/install_peers.sh exited {proc.returncode}. Are PyPI and the npm registry reachable?\n"
-                    f"{_tail(proc.stderr)}", pytrace=False)
-    where = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-    for key in ("PEER_PYTHON", "PEER_NODE", "PEER_NODE_PREFIX"):
-        if not where.get(key):
-            pytest.fail(f"scripts/install_peers.sh printed no {key}=...; stdout was:\n{proc.stdout}", pytrace=False)
-    return where
+    return install_peers([], ("PEER_PYTHON", "PEER_NODE", "PEER_NODE_PREFIX"),
+                         "the interop peer clients (PyPI mcp / npm @modelcontextprotocol/client)", timeout=INSTALL_TIMEOUT)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ as ``python -m mcpkit serve --http``. A peer that cannot be installed FAILS thes
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 import httpx
 import pytest
-from _peers import run_peer_json, tail
+from _peers import install_peers, run_peer_json, tail
 
 from _http_fixtures import META_CAPS, META_VERSION, mcpkit_serve_argv, running_server
 from conftest import DEMO, ROOT
@@ -58,21 +57,9 @@ EXPECTED_SAMPLE = {"python": ("Linus", "py-sampled", "file:///peer/root"),
 @pytest.fixture(scope="session")
 def legacy_peers() -> dict[str, str]:
     """Install (or find cached) the legacy peer clients; FAIL, not skip, when impossible."""
-    try:
-        proc = subprocess.run(["bash", str(INSTALL_PEERS), "python", "ts-v1"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=INSTALL_TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"scripts/install_peers.sh python ts-v1 did not finish in {INSTALL_TIMEOUT} s "
-                    f"(package registry unreachable or very slow?)\n{_tail(exc.stderr)}", pytrace=False)
-    if proc.returncode != 0:
-        pytest.fail("could not install the legacy peer clients (PyPI mcp==2.3.0 / npm @modelcontextprotocol/sdk@1.32.2): "
-                    f"scripts/install_peers.sh python ts-v1 exited {proc.returncode}. Are PyPI and the npm registry "
-                    f"reachable?\n{_tail(proc.stderr)}", pytrace=False)
-    where = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-    for key in ("PEER_PYTHON", "PEER_TS_V1_NODE", "PEER_TS_V1_PREFIX"):
-        if not where.get(key):
-            pytest.fail(f"scripts/install_peers.sh printed no {key}=...; stdout was:\n{proc.stdout}", pytrace=False)
-    return where
+    return install_peers(["python", "ts-v1"], ("PEER_PYTHON", "PEER_TS_V1_NODE", "PEER_TS_V1_PREFIX"),
+                         "the legacy peer clients (PyPI mcp==2.3.0 / npm @modelcontextprotocol/sdk@1.32.2)",
+                         timeout=INSTALL_TIMEOUT)
 
 
 @pytest.fixture(scope="module")
