@@ -5,7 +5,7 @@ Pure functions over bytes, shared by every transport.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -33,6 +33,13 @@ class Response(msgspec.Struct, frozen=True):
 
 
 Message = Union[Request, Notification, Response]
+
+
+class Reply(NamedTuple):
+    """An encoded response, and its error code (None for a result) so HTTP can pick a status."""
+
+    body: bytes
+    error_code: int | None
 
 
 class InvalidMessage(Exception):

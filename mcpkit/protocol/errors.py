@@ -1,4 +1,8 @@
-"""JSON-RPC and MCP error codes, and the one exception type that carries them."""
+"""JSON-RPC and MCP error codes, and the exception type that carries them.
+
+``MCPKitError`` is the base of every exception mcpkit raises; it lives here (not in
+:mod:`mcpkit.errors`, which re-exports it) so that the pure protocol layer can use it.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,11 @@ LEGACY_RESOURCE_NOT_FOUND = -32002
 MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
 
 
-class MCPError(Exception):
+class MCPKitError(Exception):
+    """The base of every exception mcpkit raises on purpose."""
+
+
+class MCPError(MCPKitError):
     """A JSON-RPC error: raised by handlers to answer with an error, and by clients on receipt."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:

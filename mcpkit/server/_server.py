@@ -10,6 +10,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..protocol import codec, errors, inbound, versions
+from ..protocol.codec import Reply
 from ..protocol import meta as M
 from ..protocol import types as t
 from ._bus import Bus, Change, InMemoryBus
@@ -57,13 +58,6 @@ _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 CacheScope = Literal["public", "private"]
 CompletionHandler = Callable[..., Any]
-
-
-class Reply(NamedTuple):
-    """An encoded response, and its error code (None for a result) so HTTP can pick a status."""
-
-    body: bytes
-    error_code: int | None
 
 
 class Server:

@@ -1,0 +1,45 @@
+"""Every public exception of mcpkit, in one place.
+
+``MCPKitError`` is the base. ``MCPError`` is a JSON-RPC error (raised by handlers to answer
+with one, and by the client when a server answers with one). ``ToolError`` is a tool's own
+failure, reported to the model as ``isError: true``. ``TransportError`` and its subclasses
+are local failures: the connection, the process, or an answer that is not MCP at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .protocol.errors import MCPError, MCPKitError, ResourceNotFound
+
+__all__ = [
+    "HttpStatusError", "MCPError", "MCPKitError", "ProtocolError", "ResourceNotFound", "ToolError",
+    "TransportClosed", "TransportError",
+]
+
+
+class ToolError(MCPKitError):
+    """Raise inside a tool to report a failure the model should see (``isError: true``)."""
+
+
+class TransportError(MCPKitError):
+    """A local failure (the server went away, a timeout): never a JSON-RPC error from the peer."""
+
+
+class TransportClosed(TransportError):
+    """The connection or the server process is gone."""
+
+
+class ProtocolError(TransportError):
+    """The peer sent something that is not a valid answer to our request."""
+
+
+class HttpStatusError(TransportError):
+    """An HTTP answer that carries no JSON-RPC message (e.g. a plain 404 or 502)."""
+
+    def __init__(self, status: int, message: str, body: bytes = b"", headers: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        #: The response headers (a case-insensitive mapping), when the transport has them.
+        self.headers = headers
