@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from . import errors, versions
 from . import meta as M
-from . import versions
 
 #: Methods that exist only in 2025-11-25 and earlier.
 LEGACY_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
@@ -25,6 +25,23 @@ def negotiate_legacy(requested: Any, supported: tuple[str, ...] = versions.LEGAC
     if isinstance(requested, str) and requested in supported:
         return requested
     return supported[0]
+
+
+def validate_initialize(params: Any) -> errors.MCPError | None:
+    """The error an ``initialize`` request's params deserve, or None when they are well formed.
+
+    Checked before any session exists for it, so a flood of bad initializes costs nothing.
+    """
+    if not isinstance(params, dict):
+        return errors.invalid_params("initialize needs params")
+    if not isinstance(params.get("protocolVersion"), str):
+        return errors.invalid_params("initialize: protocolVersion must be a string")
+    if not isinstance(params.get("capabilities"), dict):
+        return errors.invalid_params("initialize: capabilities must be an object")
+    info = params.get("clientInfo")
+    if not (isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)):
+        return errors.invalid_params("initialize: clientInfo needs a name and a version")
+    return None
 
 
 # ------------------------------------------------------------------ client-side era probe

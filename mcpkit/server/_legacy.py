@@ -53,19 +53,8 @@ class LegacySession:
         self.closed = False
 
     # ------------------------------------------------------------ inbound
-    @staticmethod
-    def validate_initialize(params: Any) -> errors.MCPError | None:
-        """Checks an ``initialize`` before any session exists for it."""
-        if not isinstance(params, dict):
-            return errors.invalid_params("initialize needs params")
-        if not isinstance(params.get("protocolVersion"), str):
-            return errors.invalid_params("initialize: protocolVersion must be a string")
-        if not isinstance(params.get("capabilities"), dict):
-            return errors.invalid_params("initialize: capabilities must be an object")
-        info = params.get("clientInfo")
-        if not (isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)):
-            return errors.invalid_params("initialize: clientInfo needs a name and a version")
-        return None
+    #: Checks an ``initialize`` before any session exists for it.
+    validate_initialize = staticmethod(eras.validate_initialize)
 
     async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None) -> Reply:
         """Answer one legacy request; ``emit_raw`` is the request's own stream, if any."""

@@ -417,6 +417,12 @@ class Server:
         else:
             raise ValueError(f"unknown transport {transport!r}")
 
+    def open_legacy_session(self, *, send: Any = None) -> Any:
+        """A new 2025-11-25 session on this server (transports call this for ``initialize``)."""
+        from ._legacy import LegacySession
+
+        return LegacySession(self, send=send)
+
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
         """This server as an ASGI application serving Streamable HTTP at ``path``."""
         from ..transports.http import HttpApp
