@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from .client import Client, TransportError
+from .protocol import meta as M
 from .protocol.errors import MCPError
 
 
@@ -86,7 +87,7 @@ def _line(text: str | None, width: int = 72) -> str:
 
 def render_card(card: dict[str, Any]) -> str:
     raw = card["discover"]
-    info = (raw.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
+    info = (raw.get("_meta") or {}).get(M.SERVER_INFO) or {}
     out: list[str] = []
     name = info.get("name", "(unnamed server)")
     title = info.get("title")

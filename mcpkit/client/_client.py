@@ -178,6 +178,31 @@ class Client:
 
         return StdioTransport(argv[0], argv[1:], env=env, cwd=cwd, stderr=stderr)
 
+    # The input handlers (set at construction; the capabilities declared then stay).
+    @property
+    def elicitation(self) -> ElicitationHandler | None:
+        return self._input.elicitation
+
+    @elicitation.setter
+    def elicitation(self, handler: ElicitationHandler | None) -> None:
+        self._input.elicitation = handler
+
+    @property
+    def sampling(self) -> SamplingHandler | None:
+        return self._input.sampling
+
+    @sampling.setter
+    def sampling(self, handler: SamplingHandler | None) -> None:
+        self._input.sampling = handler
+
+    @property
+    def roots(self) -> Roots | None:
+        return self._input.roots
+
+    @roots.setter
+    def roots(self, roots: Roots | None) -> None:
+        self._input.roots = roots
+
     def _notify_cb(self, method: str, params: dict[str, Any]) -> None:
         """Notifications that belong to no request (and every listen stream's changes)."""
         if self.cache is not None and method in LIST_NOTES:
