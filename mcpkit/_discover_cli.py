@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from .client import Client, TransportError
+from .protocol import meta as M
 from .protocol.errors import MCPError
 
 
@@ -50,7 +51,7 @@ async def _answers_initialize(target: Any, timeout: float) -> bool:
     try:
         await asyncio.wait_for(probe.start(), min(timeout, 5.0))
         return probe.era == "legacy"
-    except (MCPError, TransportError, OSError, asyncio.TimeoutError):
+    except (TimeoutError, MCPError, TransportError, OSError):
         return False
     finally:
         try:
@@ -86,7 +87,7 @@ def _line(text: str | None, width: int = 72) -> str:
 
 def render_card(card: dict[str, Any]) -> str:
     raw = card["discover"]
-    info = (raw.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
+    info = (raw.get("_meta") or {}).get(M.SERVER_INFO) or {}
     out: list[str] = []
     name = info.get("name", "(unnamed server)")
     title = info.get("title")
@@ -132,6 +133,9 @@ def render_card(card: dict[str, Any]) -> str:
         out.append(f"{label} ({len(items)}):")
         width = max((len(str(i.get(ident, ""))) for i in items), default=0)
         for i in items:
-            desc = _line(i.get("description") or i.get("title") or i.get("name") if key != "tools" and key != "prompts" else i.get("description") or i.get("title"))
+            if key in ("tools", "prompts"):
+                desc = _line(i.get("description") or i.get("title"))
+            else:
+                desc = _line(i.get("description") or i.get("title") or i.get("name"))
             out.append(f"  {str(i.get(ident, '')).ljust(width)}  {desc}".rstrip())
     return "\n".join(out) + "\n"

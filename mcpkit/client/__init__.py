@@ -1,6 +1,13 @@
 """Client side: discover, list and call over stdio, in-memory or HTTP."""
 
-from ._client import Client, ProtocolError
-from ._transports import TransportClosed, TransportError
+from ..errors import HttpStatusError, ProtocolError, TransportClosed, TransportError
+from ._auth import Auth, BearerAuth, OutgoingRequest
+from ._client import Client
+from ._era import EraCache
+from ._listen import Notification
+from ._transport import Capabilities, ClientTransport, Response
 
-__all__ = ["Client", "ProtocolError", "TransportClosed", "TransportError"]
+__all__ = [
+    "Auth", "BearerAuth", "Capabilities", "Client", "ClientTransport", "EraCache", "HttpStatusError", "Notification",
+    "OutgoingRequest", "ProtocolError", "Response", "TransportClosed", "TransportError",
+]

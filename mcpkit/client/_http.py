@@ -1,51 +1,107 @@
-"""Streamable HTTP client transport (2026-07-28): one POST per message, JSON or SSE answers."""
+"""Streamable HTTP client transports: 2026-07-28 (one stateless POST per message, JSON or
+SSE answers, mirrored headers) and 2025-11-25 (an ``Mcp-Session-Id`` session with a GET
+stream, resumable request streams and DELETE on close).
+
+Each request's status and headers come back in its own :class:`Response`; nothing about
+one exchange is kept on the transport, so concurrent requests never see each other's.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import logging
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..protocol import codec, headers as H
-from ._transports import ClientTransport, OnNote, TransportError
+from ..errors import TransportError
+from ..protocol import codec, sse
+from ..protocol import headers as H
+from ..protocol import meta as M
+from ._transport import Capabilities, ClientTransport, Era, OnNote, Response, answer_request
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("mcpkit.client")
 
+#: Called per request for extra headers (e.g. a fresh token); sync or async.
 HeaderProvider = Callable[[], "Mapping[str, str] | Awaitable[Mapping[str, str]]"]
+#: The auth hook's headers, for the transport's own requests (GET stream, DELETE, answers).
+AuthHeaders = Callable[[], Awaitable[Mapping[str, str]]]
+
+_ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[sse.Event]:
+    """The events of an SSE body, given its lines."""
+    parser = sse.Parser()
+    async for line in lines:
+        ev = parser.feed(line)
+        if ev is not None:
+            yield ev
+    last = parser.end()
+    if last is not None:
+        yield last
 
 
 class HttpTransport(ClientTransport):
-    """POSTs each request to ``url`` with the mirrored MCP headers.
+    """2026-07-28: POSTs each request to ``url`` with the mirrored MCP headers.
 
     ``headers`` are sent on every request; ``header_provider`` (sync or async) is called per
-    request, e.g. to add a fresh bearer token; ``bearer_token`` is the simple static case.
+    request. The auth hook's headers arrive per request (``request(headers=...)``) and, for
+    the transport's own requests, through ``auth_headers``.
     """
 
+    capabilities: ClassVar[Capabilities] = Capabilities(kind="http", supports_header_mirroring=True)
+
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, header_provider: HeaderProvider | None = None,
-                 bearer_token: str | None = None, http_client: Any = None, verify: Any = True) -> None:
+                 http_client: httpx.AsyncClient | None = None, verify: Any = True,
+                 auth_headers: AuthHeaders | None = None) -> None:
         self.url = url
         self.static_headers = dict(headers or {})
-        if bearer_token:
-            self.static_headers["Authorization"] = f"Bearer {bearer_token}"
         self.header_provider = header_provider
-        self._client = http_client
+        self.auth_headers = auth_headers
+        self._given_client = http_client
+        self._client: httpx.AsyncClient | None = http_client
         self._owns_client = http_client is None
         self._verify = verify
         #: tool name -> its x-mcp-header annotations, from the latest tools/list.
         self.tool_annotations: dict[str, dict[str, tuple[str, ...]]] = {}
-        #: The HTTP status of the latest answer (the era probe reads it).
-        self.last_status: int | None = None
-        self.last_headers: Any = None
 
+    # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self._client is None:
             import httpx
 
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0), verify=self._verify)
 
-    async def _headers(self, method: str, params: dict | None, version: str | None) -> dict[str, str]:
-        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    async def _pool(self) -> httpx.AsyncClient:
+        await self.start()
+        assert self._client is not None
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None and self._owns_client:
+            await self._client.aclose()
+            self._client = None
+
+    def for_era(self, era: Era) -> ClientTransport:
+        cls = LegacyHttpTransport if era == "legacy" else HttpTransport
+        if type(self) is cls:
+            return self
+        new = cls(self.url, headers=self.static_headers, header_provider=self.header_provider,
+                  http_client=self._given_client, verify=self._verify, auth_headers=self.auth_headers)
+        new.on_notification = self.on_notification
+        new.on_request = self.on_request
+        if self._client is not None:  # hand the open pool over
+            new._client, new._owns_client = self._client, self._owns_client
+            self._owns_client = False
+        return new
+
+    # ------------------------------------------------------------ headers
+    async def _headers(self, method: str, params: dict[str, Any] | None, version: str | None) -> dict[str, str]:
+        h = dict(_ACCEPT)
         annotations = None
         if method == "tools/call" and params:
             annotations = self.tool_annotations.get(params.get("name"))  # type: ignore[arg-type]
@@ -54,10 +110,10 @@ class HttpTransport(ClientTransport):
                 h.update(H.client_headers(method, params, version, annotations))
             except ValueError as exc:
                 raise TransportError(f"cannot send {method} over HTTP: {exc}") from None
-        return await self._with_auth(h)
+        return await self._with_configured(h)
 
-    async def _with_auth(self, h: dict[str, str]) -> dict[str, str]:
-        """Add the static headers and the provider's (e.g. a fresh bearer token)."""
+    async def _with_configured(self, h: dict[str, str]) -> dict[str, str]:
+        """Add the static headers and the provider's."""
         h.update(self.static_headers)
         if self.header_provider is not None:
             extra = self.header_provider()
@@ -66,39 +122,44 @@ class HttpTransport(ClientTransport):
             h.update(extra or {})
         return h
 
-    async def request(self, id: Any, method: str, params: dict, on_note: OnNote | None) -> codec.Response:
+    def use_tool_annotations(self, annotations: dict[str, dict[str, tuple[str, ...]]]) -> None:
+        self.tool_annotations = annotations
+
+    def auth_context(self) -> str:
+        import hashlib
+
+        auth = next((v for k, v in self.static_headers.items() if k.lower() == "authorization"), "")
+        return hashlib.sha256(auth.encode()).hexdigest()[:16] if auth else ""
+
+    # ------------------------------------------------------------ requests
+    async def request(self, id: codec.RequestId, method: str, params: dict[str, Any], on_note: OnNote | None,
+                      *, headers: Mapping[str, str] | None = None) -> Response:
         import httpx
 
-        await self.start()
-        version = (params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
+        client = await self._pool()
+        version = (params.get("_meta") or {}).get(M.PROTOCOL_VERSION)
         hdrs = await self._headers(method, params, version)
+        if headers:
+            hdrs.update(headers)
         body = codec.encode_request(id, method, params)
         try:
-            async with self._client.stream("POST", self.url, content=body, headers=hdrs) as resp:
-                self.last_status = resp.status_code
-                self.last_headers = resp.headers
-                ctype = resp.headers.get("content-type", "")
-                if ctype.startswith("text/event-stream"):
-                    return await self._read_sse(resp, id, on_note)
-                data = await resp.aread()
-                return self._parse_json(resp.status_code, data, id)
+            async with client.stream("POST", self.url, content=body, headers=hdrs) as resp:
+                if resp.headers.get("content-type", "").startswith("text/event-stream"):
+                    msg = await self._read_sse(resp, id, on_note)
+                    return Response(msg, resp.status_code, resp.headers)
+                return _response(resp.status_code, resp.headers, await resp.aread())
         except httpx.HTTPError as exc:
             raise TransportError(f"HTTP request to {self.url} failed: {exc}") from None
 
-    def _parse_json(self, status: int, data: bytes, id: Any) -> codec.Response:
-        try:
-            msg = codec.decode(data)
-        except codec.InvalidMessage:
-            snippet = data[:200].decode("utf-8", "replace").strip()
-            raise HttpStatusError(status, f"HTTP {status} without a JSON-RPC body{': ' + snippet if snippet else ''}", data) from None
-        if type(msg) is not codec.Response:
-            raise HttpStatusError(status, f"HTTP {status}: the server answered with a {type(msg).__name__}, not a response", data)
-        return msg
+    async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
+        client = await self._pool()
+        version = ((params or {}).get("_meta") or {}).get(M.PROTOCOL_VERSION)
+        hdrs = await self._headers(method, params, version)
+        if headers:
+            hdrs.update(headers)
+        await client.post(self.url, content=codec.encode_notification(method, params), headers=hdrs)
 
-    async def _server_request(self, msg: codec.Request) -> None:
-        log.warning("server sent a request (%s) on a 2026-07-28 stream; ignoring it", msg.method)
-
-    async def _event(self, data: str, id: Any, on_note: OnNote | None) -> codec.Response | None:
+    async def _event(self, data: str, id: codec.RequestId, on_note: OnNote | None) -> codec.Response | None:
         """Handle one SSE event of a request's stream; the response to ``id`` when it is that."""
         try:
             msg = codec.decode(data, parse_params=True)
@@ -110,78 +171,33 @@ class HttpTransport(ClientTransport):
         if type(msg) is codec.Notification:
             if on_note is not None:
                 on_note(msg.method, msg.params or {})
-        else:
+        elif type(msg) is codec.Request:
             await self._server_request(msg)
         return None
 
-    async def _read_sse(self, resp: Any, id: Any, on_note: OnNote | None) -> codec.Response:
-        async for data in iter_sse(resp.aiter_lines()):
-            answer = await self._event(data, id, on_note)
-            if answer is not None:
-                return answer
+    async def _read_sse(self, resp: httpx.Response, id: codec.RequestId, on_note: OnNote | None) -> codec.Response:
+        async for ev in sse_events(resp.aiter_lines()):
+            if ev.data:
+                answer = await self._event(ev.data, id, on_note)
+                if answer is not None:
+                    return answer
         raise TransportError("the server closed the event stream before answering")
 
-    async def notify(self, method: str, params: dict | None) -> None:
-        await self.start()
-        version = ((params or {}).get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")
-        hdrs = await self._headers(method, params, version)
-        await self._client.post(self.url, content=codec.encode_notification(method, params), headers=hdrs)
-
-    async def close(self) -> None:
-        if self._client is not None and self._owns_client:
-            await self._client.aclose()
-            self._client = None
+    async def _server_request(self, msg: codec.Request) -> None:
+        log.warning("server sent a request (%s) on a 2026-07-28 stream; ignoring it", msg.method)
 
 
-class HttpStatusError(TransportError):
-    """An HTTP answer that carries no JSON-RPC message (e.g. a plain 404 or 502)."""
-
-    def __init__(self, status: int, message: str, body: bytes = b"") -> None:
-        super().__init__(message)
-        self.status = status
-        self.body = body
-
-
-class SseEvent:
-    __slots__ = ("data", "id", "retry")
-
-    def __init__(self, data: str, id: str | None, retry: int | None) -> None:
-        self.data = data
-        self.id = id
-        self.retry = retry
-
-
-async def iter_sse_events(lines: Any) -> Any:
-    """Yield each SSE event (data, last event id, retry); comments (``:`` lines) are skipped."""
-    data: list[str] = []
-    event_id: str | None = None
-    retry: int | None = None
-    async for line in lines:
-        if line == "":
-            if data or event_id is not None or retry is not None:
-                yield SseEvent("\n".join(data), event_id, retry)
-            data, retry = [], None
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            data.append(value)
-        elif field == "id" and "\x00" not in value:
-            event_id = value
-        elif field == "retry" and value.isdigit():
-            retry = int(value)
-    if data:
-        yield SseEvent("\n".join(data), event_id, retry)
-
-
-async def iter_sse(lines: Any) -> Any:
-    """Yield the ``data`` of each SSE event that carries some (priming events carry none)."""
-    async for ev in iter_sse_events(lines):
-        if ev.data:
-            yield ev.data
+def _response(status: int, headers: Mapping[str, str], data: bytes) -> Response:
+    """A JSON answer: its message, or what is wrong with it."""
+    try:
+        msg = codec.decode(data)
+    except codec.InvalidMessage:
+        snippet = data[:200].decode("utf-8", "replace").strip()
+        return Response(None, status, headers, data, f"HTTP {status} without a JSON-RPC body{': ' + snippet if snippet else ''}")
+    if type(msg) is not codec.Response:
+        return Response(None, status, headers, data,
+                        f"HTTP {status}: the server answered with a {type(msg).__name__}, not a response")
+    return Response(msg, status, headers)
 
 
 class LegacyHttpTransport(HttpTransport):
@@ -189,38 +205,50 @@ class LegacyHttpTransport(HttpTransport):
     server's own messages, server requests answered by POST, resumable request streams
     (``Last-Event-ID``), and DELETE on close."""
 
-    def __init__(self, url: str, *, on_notification: OnNote | None = None, **options: Any) -> None:
+    capabilities: ClassVar[Capabilities] = Capabilities(kind="http", sessionful=True)
+
+    def __init__(self, url: str, **options: Any) -> None:
         super().__init__(url, **options)
         self.session_id: str | None = None
         self.version: str | None = None
-        self.on_notification = on_notification
-        self.on_request: Any = None
-        self._stream: asyncio.Task | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._stream: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    async def _headers(self, method: str, params: dict | None, version: str | None) -> dict[str, str]:
-        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    async def _headers(self, method: str, params: dict[str, Any] | None, version: str | None) -> dict[str, str]:
+        h = dict(_ACCEPT)
         if self.version is not None:
             h["MCP-Protocol-Version"] = self.version
         if self.session_id is not None:
             h["Mcp-Session-Id"] = self.session_id
-        return await self._with_auth(h)
+        return await self._with_configured(h)
 
-    async def request(self, id: Any, method: str, params: dict, on_note: OnNote | None) -> codec.Response:
-        resp = await super().request(id, method, params, on_note or self.on_notification)
-        if method == "initialize" and resp.error is None and self.last_headers is not None:
-            self.session_id = self.last_headers.get("mcp-session-id")
+    async def _own_headers(self) -> dict[str, str]:
+        """Headers for the transport's own requests (GET stream, DELETE, our answers)."""
+        h = await self._headers("", None, None)
+        if self.auth_headers is not None:
+            h.update(await self.auth_headers())
+        return h
+
+    def session_started(self, version: str) -> None:
+        self.version = version
+
+    async def request(self, id: codec.RequestId, method: str, params: dict[str, Any], on_note: OnNote | None,
+                      *, headers: Mapping[str, str] | None = None) -> Response:
+        resp = await super().request(id, method, params, on_note or self.on_notification, headers=headers)
+        if method == "initialize" and resp.message is not None and resp.message.error is None and resp.headers is not None:
+            self.session_id = resp.headers.get("mcp-session-id")
         return resp
 
-    async def _read_sse(self, resp: Any, id: Any, on_note: OnNote | None) -> codec.Response:
+    async def _read_sse(self, resp: httpx.Response, id: codec.RequestId, on_note: OnNote | None) -> codec.Response:
         """Read a session request's stream; if it ends before our answer, resume it with a GET
         carrying Last-Event-ID after the server's retry delay (2025-11-25 resumability)."""
+        client = await self._pool()
         last_id: str | None = None
         retry_ms = 1000
         stream = resp
         try:
             for _ in range(6):
-                async for ev in iter_sse_events(stream.aiter_lines()):
+                async for ev in sse_events(stream.aiter_lines()):
                     if ev.id is not None:
                         last_id = ev.id
                     if ev.retry is not None:
@@ -232,12 +260,12 @@ class LegacyHttpTransport(HttpTransport):
                 if last_id is None or self.session_id is None:
                     break
                 await asyncio.sleep(retry_ms / 1000.0)
-                hdrs = await self._headers("", None, None)
+                hdrs = await self._own_headers()
                 hdrs["Accept"] = "text/event-stream"
                 hdrs["Last-Event-ID"] = last_id
                 if stream is not resp:
                     await stream.aclose()
-                stream = await self._client.send(self._client.build_request("GET", self.url, headers=hdrs), stream=True)
+                stream = await client.send(client.build_request("GET", self.url, headers=hdrs), stream=True)
                 if stream.status_code != 200:
                     break
         finally:
@@ -246,15 +274,11 @@ class LegacyHttpTransport(HttpTransport):
         raise TransportError("the server closed the event stream before answering")
 
     async def _server_request(self, msg: codec.Request) -> None:
-        from ._transports import answer_request
-
         async def answer() -> None:
-            if self.on_request is None and msg.method == "ping":
-                body = codec.encode_result(msg.id, {})
-            else:
-                body = await answer_request(self.on_request, msg)
+            body = await answer_request(self.on_request, msg)
             try:
-                await self._client.post(self.url, content=body, headers=await self._headers("", None, None))
+                client = await self._pool()
+                await client.post(self.url, content=body, headers=await self._own_headers())
             except Exception as exc:
                 log.warning("could not send our answer to the server's %s: %s", msg.method, exc)
 
@@ -262,20 +286,23 @@ class LegacyHttpTransport(HttpTransport):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def open_stream(self) -> None:
+    async def open_session_stream(self) -> None:
         """Open the session's GET stream in the background (a 405 means the server has none)."""
         self._stream = asyncio.ensure_future(self._listen())
 
     async def _listen(self) -> None:
         try:
-            hdrs = await self._headers("", None, None)
+            client = await self._pool()
+            hdrs = await self._own_headers()
             hdrs["Accept"] = "text/event-stream"
-            async with self._client.stream("GET", self.url, headers=hdrs) as resp:
+            async with client.stream("GET", self.url, headers=hdrs) as resp:
                 if resp.status_code != 200:
                     return
-                async for data in iter_sse(resp.aiter_lines()):
+                async for ev in sse_events(resp.aiter_lines()):
+                    if not ev.data:
+                        continue
                     try:
-                        msg = codec.decode(data, parse_params=True)
+                        msg = codec.decode(ev.data, parse_params=True)
                     except codec.InvalidMessage:
                         continue
                     if type(msg) is codec.Notification:
@@ -291,7 +318,7 @@ class LegacyHttpTransport(HttpTransport):
             self._stream.cancel()
         if self.session_id is not None and self._client is not None:
             try:
-                await self._client.request("DELETE", self.url, headers=await self._headers("", None, None))
+                await self._client.request("DELETE", self.url, headers=await self._own_headers())
             except Exception:
                 pass
             self.session_id = None

@@ -1,12 +1,15 @@
 """Typed 2026-07-28 wire messages (msgspec Structs), mirroring ``schema.ts``.
 
 Optional fields default to ``UNSET`` so they are left out on encode. ``_meta`` and
-``$schema`` are spelled on the wire through field renames.
+``$schema`` are spelled on the wire through field renames. Tagged unions (content blocks,
+completion references) keep their tag as a ``type`` class attribute, so ``block.type`` reads
+as on the wire. ``CallToolResult.isError`` reads False and ``structuredContent`` None when
+absent; neither is encoded then.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType, field
@@ -85,12 +88,14 @@ class RequestMeta(Struct, forbid_unknown_fields=False, kw_only=True):
 
 # ---------------------------------------------------------------- content
 class TextContent(Struct, tag_field="type", tag="text", kw_only=True):
+    type: ClassVar[Literal["text"]] = "text"
     text: str
     annotations: Annotations | UnsetType = UNSET
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
 
 class ImageContent(Struct, tag_field="type", tag="image", kw_only=True):
+    type: ClassVar[Literal["image"]] = "image"
     data: str
     mimeType: str
     annotations: Annotations | UnsetType = UNSET
@@ -98,6 +103,7 @@ class ImageContent(Struct, tag_field="type", tag="image", kw_only=True):
 
 
 class AudioContent(Struct, tag_field="type", tag="audio", kw_only=True):
+    type: ClassVar[Literal["audio"]] = "audio"
     data: str
     mimeType: str
     annotations: Annotations | UnsetType = UNSET
@@ -119,6 +125,8 @@ class Resource(Struct, kw_only=True):
 class ResourceLink(Resource, tag_field="type", tag="resource_link", kw_only=True):
     """A content block pointing at a resource: the Resource fields plus ``type``."""
 
+    type: ClassVar[Literal["resource_link"]] = "resource_link"
+
 
 class ResourceContents(Struct, kw_only=True):
     """Text or blob contents of a resource: exactly one of ``text`` and ``blob`` is set."""
@@ -131,12 +139,14 @@ class ResourceContents(Struct, kw_only=True):
 
 
 class EmbeddedResource(Struct, tag_field="type", tag="resource", kw_only=True):
+    type: ClassVar[Literal["resource"]] = "resource"
     resource: ResourceContents
     annotations: Annotations | UnsetType = UNSET
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
 
 class ToolUseContent(Struct, tag_field="type", tag="tool_use", kw_only=True):
+    type: ClassVar[Literal["tool_use"]] = "tool_use"
     id: str
     name: str
     input: dict[str, JSON]
@@ -147,10 +157,13 @@ ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, Embe
 
 
 class ToolResultContent(Struct, tag_field="type", tag="tool_result", kw_only=True):
+    type: ClassVar[Literal["tool_result"]] = "tool_result"
     toolUseId: str
     content: list[ContentBlock]
-    structuredContent: JSON | UnsetType = UNSET
-    isError: bool | UnsetType = UNSET
+    #: A JSON object; None when absent.
+    structuredContent: dict[str, JSON] | None = None
+    #: False when absent (and left out on the wire when False).
+    isError: bool = False
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
 
@@ -313,11 +326,13 @@ class ReadResourceParams(InputResponseParams, kw_only=True):
 
 
 class PromptReference(Struct, tag_field="type", tag="ref/prompt", kw_only=True):
+    type: ClassVar[Literal["ref/prompt"]] = "ref/prompt"
     name: str
     title: str | UnsetType = UNSET
 
 
 class ResourceTemplateReference(Struct, tag_field="type", tag="ref/resource", kw_only=True):
+    type: ClassVar[Literal["ref/resource"]] = "ref/resource"
     uri: str
 
 
@@ -416,8 +431,10 @@ class ReadResourceResult(CacheableResult, kw_only=True):
 
 class CallToolResult(Result, kw_only=True):
     content: list[ContentBlock]
-    structuredContent: JSON | UnsetType = UNSET
-    isError: bool | UnsetType = UNSET
+    #: A JSON object; None when absent.
+    structuredContent: dict[str, JSON] | None = None
+    #: False when absent (and left out on the wire when False).
+    isError: bool = False
 
 
 class GetPromptResult(Result, kw_only=True):

@@ -1,0 +1,149 @@
+"""The stdio client transport: lines over a subprocess's pipes, matched to requests by id."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ..errors import TransportClosed, TransportError
+from ..protocol import codec
+from ..protocol import meta as M
+from ..transports.stdio import StdioProcess
+from ._transport import Capabilities, ClientTransport, OnNote, Response, answer_request
+
+log = logging.getLogger("mcpkit.client")
+
+#: Where a listen stream's notifications are routed: its request id, JSON type included.
+RouteKey = Any
+
+
+class StdioTransport(ClientTransport):
+    """Spawns ``command`` and speaks newline-delimited JSON-RPC with it."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities(kind="stdio")
+
+    def __init__(self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None,
+                 cwd: str | None = None, stderr: Any = None) -> None:
+        self.proc = StdioProcess(command, args, env=env, cwd=cwd, stderr=stderr)
+        self.pending: dict[codec.RequestId, asyncio.Future[codec.Response]] = {}
+        self.note_routes: dict[RouteKey, OnNote] = {}  # progress token or listen key -> the request's callback
+        self._reader: asyncio.Task[None] | None = None
+        self._closed: BaseException | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        # A restart (e.g. after a stale era verdict) begins from a clean slate.
+        self._closed = None
+        self.pending.clear()
+        self.note_routes.clear()
+        try:
+            await self.proc.start()
+        except OSError as exc:
+            raise TransportError(f"cannot start {self.proc.command!r}: {exc.strerror or exc}") from exc
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                line = await self.proc.receive()
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    msg = codec.decode(line, parse_params=True)
+                except codec.InvalidMessage as exc:
+                    log.warning("server wrote an invalid message: %s", exc.error.message)
+                    continue
+                if type(msg) is codec.Response:
+                    fut = self.pending.pop(msg.id, None) if msg.id is not None else None
+                    if fut is not None and not fut.done():
+                        fut.set_result(msg)
+                elif type(msg) is codec.Notification:
+                    self._route(msg)
+                elif type(msg) is codec.Request:
+                    task = asyncio.ensure_future(self._answer(msg))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+        except Exception as exc:  # pragma: no cover - defensive
+            log.debug("reader stopped: %r", exc)
+        finally:
+            code = self.proc.proc.returncode if self.proc.proc else None
+            self._fail_all(TransportClosed(f"the server closed its output{'' if code is None else f' (exit code {code})'}"))
+
+    async def _answer(self, msg: codec.Request) -> None:
+        body = await answer_request(self.on_request, msg)
+        try:
+            await self.proc.send(body)
+        except (ConnectionError, BrokenPipeError):
+            pass
+
+    def _route(self, msg: codec.Notification) -> None:
+        params = msg.params or {}
+        meta = params.get("_meta")
+        sid = meta.get(M.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        cb: OnNote | None
+        if sid is not None:
+            cb = self.note_routes.get(("listen", type(sid).__name__, sid))
+        elif msg.method == "notifications/progress":
+            token = params.get(M.PROGRESS_TOKEN)
+            cb = self.note_routes.get(token) if token is not None else None
+        else:
+            cb = None
+        if cb is None:
+            cb = self.on_notification
+        if cb is not None:
+            try:
+                cb(msg.method, params)
+            except Exception:
+                log.exception("notification callback failed")
+
+    def _fail_all(self, exc: BaseException) -> None:
+        self._closed = exc
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(exc)
+        self.pending.clear()
+
+    async def request(self, id: codec.RequestId, method: str, params: dict[str, Any], on_note: OnNote | None,
+                      *, headers: Mapping[str, str] | None = None) -> Response:
+        if self._closed is not None:
+            raise self._closed
+        fut: asyncio.Future[codec.Response] = asyncio.get_running_loop().create_future()
+        self.pending[id] = fut
+        token: RouteKey = (params.get("_meta") or {}).get(M.PROGRESS_TOKEN)
+        if method == "subscriptions/listen":
+            token = ("listen", type(id).__name__, id)  # matched by subscriptionId, JSON type included
+        if on_note is not None and token is not None:
+            self.note_routes[token] = on_note
+        try:
+            try:
+                await self.proc.send(codec.encode_request(id, method, params))
+            except (ConnectionError, BrokenPipeError) as exc:
+                raise TransportClosed(f"the server is gone: {exc}") from None
+            return Response(await fut)
+        except asyncio.CancelledError:
+            # Abandoned (timeout or caller cancelled): tell the server, as stdio requires.
+            if self._closed is None:
+                try:
+                    await self.notify("notifications/cancelled", {"requestId": id, "reason": "cancelled by client"})
+                except Exception:
+                    pass
+            raise
+        finally:
+            self.pending.pop(id, None)
+            if token is not None:
+                self.note_routes.pop(token, None)
+
+    async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
+        await self.proc.send(codec.encode_notification(method, params))
+
+    async def close(self) -> None:
+        await self.proc.close()
+        if self._reader is not None:
+            try:
+                await asyncio.wait_for(self._reader, 1.0)
+            except (TimeoutError, asyncio.CancelledError):
+                self._reader.cancel()
