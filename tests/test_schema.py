@@ -11,10 +11,11 @@ from typing import Annotated, Any, Literal, Optional, TypedDict
 import msgspec
 import pytest
 
-from conftest import META, run
 from mcpkit import Context, Server, ToolError
 from mcpkit.protocol import codec
 from mcpkit.protocol import types as t
+from tests.helpers.aio import run
+from tests.helpers.messages import META
 
 
 # ---------------------------------------------------------------- helpers

@@ -12,10 +12,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from conftest import META, SERVER_INFO, VERSION, check_wire, run
 from mcpkit import Context, Server, assistant, user
 from mcpkit.protocol import codec
 from mcpkit.protocol import types as t
+from tests.helpers.aio import run
+from tests.helpers.messages import META, SERVER_INFO, VERSION, check_wire
 
 
 def ask(server: Server, method: str, _meta: dict | None = None, _notes: list | None = None, **params: Any) -> dict:
