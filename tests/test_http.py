@@ -13,12 +13,12 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import time
-from typing import Any, Iterator
+from typing import Iterator
 
 import httpx
 import pytest
 
+from tests.helpers.markers import wait_for
 from tests.helpers.messages import VERSION, body, headers_for, sse_events
 from tests.helpers.paths import HTTP_TEST_SERVER
 from tests.helpers.servers import ASGI_URL, asgi_client, mcpkit_serve_argv, running_server
@@ -723,20 +723,6 @@ def test_progress_without_sse_accept_gets_json(http, url):
 # ============================================================================ cancellation
 
 
-def _wait_for(path, wanted: str, timeout: float = 5.0) -> str:
-    deadline = time.monotonic() + timeout
-    content = ""
-    while time.monotonic() < deadline:
-        try:
-            content = path.read_text()
-        except FileNotFoundError:
-            content = ""
-        if content == wanted:
-            return content
-        time.sleep(0.02)
-    return content
-
-
 def test_client_disconnect_cancels_handler(live, tmp_path):
     http, url = live
     marker = tmp_path / "sleepy.marker"
@@ -747,10 +733,10 @@ def test_client_disconnect_cancels_handler(live, tmp_path):
     sock = socket.create_connection((u.host, u.port), timeout=5)
     try:
         sock.sendall(raw)
-        assert _wait_for(marker, "started") == "started"
+        assert wait_for(marker, "started") == "started"
     finally:
         sock.close()  # the client goes away mid-handler
-    assert _wait_for(marker, "cancelled") == "cancelled"
+    assert wait_for(marker, "cancelled") == "cancelled"
     still_ok(http, url)
 
 
@@ -779,8 +765,8 @@ def test_disconnect_while_streaming_cancels_handler(live, tmp_path):
             assert chunk, got
             got += chunk
         assert b"text/event-stream" in got.lower()
-        assert _wait_for(marker, "started") == "started"
+        assert wait_for(marker, "started") == "started"
     finally:
         sock.close()
-    assert _wait_for(marker, "cancelled") == "cancelled"
+    assert wait_for(marker, "cancelled") == "cancelled"
     still_ok(http, url)

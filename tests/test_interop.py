@@ -25,7 +25,7 @@ import pytest
 
 from tests.helpers.messages import VERSION
 from tests.helpers.paths import DEMO, INTEROP
-from tests.helpers.peers import install_peers, run_peer_json
+from tests.helpers.peers import install_peers, no_peer_error, run_peer_json
 from tests.helpers.servers import mcpkit_serve_argv, running_server
 
 DEMO_TOOLS = {"add", "convert_temperature", "count_down"}
@@ -159,8 +159,4 @@ def _run_json(argv: list[str]) -> dict[str, Any]:
 
 
 def _no_error(out: dict[str, Any]) -> None:
-    err = out.get("error")
-    if err:
-        detail = err.get("traceback") or err.get("stack") or ""
-        pytest.fail(f"{out['peer']} {out['peerVersion']} (mode {out['mode']}) failed at {err['step']}: "
-                    f"{err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
+    no_peer_error(out, f"mode {out['mode']}")

@@ -32,7 +32,7 @@ from tests.helpers.messages import LEGACY as LATEST_LEGACY
 from tests.helpers.messages import META_VERSION, MODERN_ONLY_RESULT_FIELDS
 from tests.helpers.paths import DEMO, INTEROP, LEGACY_SERVER, ROOT
 from tests.helpers.paths import STDIO_RECORDER as RECORDER
-from tests.helpers.peers import install_peers, run_peer_json
+from tests.helpers.peers import install_peers, no_peer_error, run_peer_json
 from tests.helpers.servers import mcpkit_serve_argv, running_server
 
 DEMO_TOOLS = {"add", "convert_temperature", "count_down"}
@@ -259,9 +259,4 @@ def _run_json(argv: list[str]) -> dict[str, Any]:
 
 
 def _no_error(out: dict[str, Any]) -> None:
-    err = out.get("error")
-    if err:
-        detail = err.get("traceback") or err.get("stack") or ""
-        pytest.fail(f"{out['peer']} {out['peerVersion']} ({out['transport']}, {out['scenario']}) failed at "
-                    f"{err['step']}: {err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
-
+    no_peer_error(out, f"{out['transport']}, {out['scenario']}")

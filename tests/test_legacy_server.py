@@ -37,6 +37,7 @@ from tests.helpers.messages import (
     call,
     check_legacy_message,
     init_msg,
+    iter_sse,
     note,
     req,
     structured,
@@ -570,15 +571,7 @@ def _tool_with_answers(s: LegacyHttp, msg: dict, answers: dict[str, dict]) -> tu
         with s.client.stream("POST", s.url, json=msg, headers=s.headers()) as resp:
             assert resp.status_code == 200, resp.read()
             assert resp.headers["content-type"].startswith("text/event-stream"), resp.headers
-            data: list[str] = []
-            for line in resp.iter_lines():
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip(" "))
-                    continue
-                if line or not data:
-                    continue
-                m = json.loads("\n".join(data))
-                data = []
+            for m in iter_sse(resp.iter_lines()):
                 check_legacy_message(m)
                 if m.get("id") == msg["id"]:
                     return m, asked
@@ -642,15 +635,7 @@ def test_http_answer_from_another_session_is_not_taken(legacy_url, http) -> None
     intruder.initialize(caps=ALL_INPUT_CAPS)
     with httpx.Client(timeout=15) as answerer, s.client.stream("POST", s.url, json=call("x", "ask_name"),
                                                                 headers=s.headers()) as resp:
-        data: list[str] = []
-        for line in resp.iter_lines():
-            if line.startswith("data:"):
-                data.append(line[5:].lstrip(" "))
-                continue
-            if line or not data:
-                continue
-            m = json.loads("\n".join(data))
-            data = []
+        for m in iter_sse(resp.iter_lines()):
             if m.get("method") == "elicitation/create":
                 wrong = {"jsonrpc": "2.0", "id": m["id"], "result": {"action": "accept", "content": {"name": "Mallory"}}}
                 assert answerer.post(s.url, json=wrong, headers=intruder.headers()).status_code == 202
@@ -895,20 +880,14 @@ def test_http_modern_requests_work_concurrently_with_a_legacy_session(legacy_url
         def legacy_call() -> dict:
             with httpx.Client(timeout=30) as lc, lc.stream("POST", legacy_url, json=call("held", "ask_name"),
                                                           headers=s.headers()) as resp:
-                data: list[str] = []
-                for line in resp.iter_lines():
-                    if line.startswith("data:"):
-                        data.append(line[5:].lstrip(" "))
-                    elif line == "" and data:
-                        m = json.loads("\n".join(data))
-                        data = []
-                        if m.get("id") == "held":
-                            return m
-                        pending.put(m)
-                        release.wait(20)
-                        lc2 = httpx.post(legacy_url, json={"jsonrpc": "2.0", "id": m["id"], "result": ANSWERS[m["method"]]},
-                                         headers=s.headers(), timeout=15)
-                        assert lc2.status_code == 202
+                for m in iter_sse(resp.iter_lines()):
+                    if m.get("id") == "held":
+                        return m
+                    pending.put(m)
+                    release.wait(20)
+                    lc2 = httpx.post(legacy_url, json={"jsonrpc": "2.0", "id": m["id"], "result": ANSWERS[m["method"]]},
+                                     headers=s.headers(), timeout=15)
+                    assert lc2.status_code == 202
             raise AssertionError("no response")
 
         try:

@@ -33,6 +33,7 @@ import pytest
 from mcpkit import Client, InMemoryBus
 from mcpkit.protocol import codec
 from tests.helpers.aio import until as _until
+from tests.helpers.markers import read as read_marker
 from tests.helpers.messages import META, check_wire, headers_for
 from tests.helpers.messages import SUBSCRIPTION_ID as SID
 from tests.helpers.paths import LISTEN_SERVER as LISTEN_FILE
@@ -339,11 +340,6 @@ def _marker() -> str:
     return path
 
 
-def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
-
-
 def test_cancelling_mid_handler_stops_it_and_nothing_more_is_sent_stdio() -> None:
     async def go() -> None:
         side = await StdioSide(LISTEN_FILE).start()
@@ -354,7 +350,7 @@ def test_cancelling_mid_handler_stops_it_and_nothing_more_is_sent_stdio() -> Non
             await side.send(msg)
             await until(lambda: len(side.progress.get("tok-99", [])) >= 3, "progress from the handler")
             await side.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
-            await until(lambda: _read(marker) == "cancelled", "the handler to be cancelled")
+            await until(lambda: read_marker(marker) == "cancelled", "the handler to be cancelled")
             await side.sync()  # everything written before the cancellation has been read
             seen = len(side.progress["tok-99"])
             await asyncio.sleep(0.4)
@@ -389,7 +385,7 @@ def test_cancelling_mid_handler_by_disconnecting_http(http_url: str) -> None:
                     if progress == 3:
                         break
             await resp.aclose()  # the client goes away: cancellation
-            await until(lambda: _read(marker) == "cancelled", "the handler to be cancelled")
+            await until(lambda: read_marker(marker) == "cancelled", "the handler to be cancelled")
             await side.assert_alive()
             assert await bus_size(side) == 0
         finally:

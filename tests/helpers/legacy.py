@@ -4,7 +4,6 @@ its GET event stream, and the check that an endpoint still serves both eras."""
 from __future__ import annotations
 
 import contextlib
-import json
 import queue
 import re
 import threading
@@ -22,6 +21,7 @@ from tests.helpers.messages import (
     check_legacy_message,
     headers_for,
     init_msg,
+    iter_sse,
     messages_in,
     note,
     override,
@@ -127,15 +127,10 @@ class GetStream:
             with self.client.stream("GET", url, headers={**headers, "Accept": "text/event-stream"}) as resp:
                 self.status = resp.status_code
                 self.opened.set()
-                data: list[str] = []
-                for line in resp.iter_lines():
+                for msg in iter_sse(resp.iter_lines()):
                     if self._stop:
                         break
-                    if line.startswith("data:"):
-                        data.append(line[5:].lstrip(" "))
-                    elif line == "" and data:
-                        self.msgs.put(json.loads("\n".join(data)))
-                        data = []
+                    self.msgs.put(msg)
         except (httpx.HTTPError, RuntimeError):
             pass
         finally:

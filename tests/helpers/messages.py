@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -146,6 +147,18 @@ def sse_events(text: str, *, strict: bool = True) -> list[Any]:
             if strict:
                 raise
     return out
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[Any]:
+    """The JSON data of each event of an event stream read line by line as it arrives (say,
+    ``response.iter_lines()`` of a streamed response): each is yielded as soon as it is whole."""
+    data: list[str] = []
+    for ln in lines:
+        if ln.startswith("data:"):
+            data.append(ln[5:].lstrip(" "))
+        elif ln == "" and data:
+            yield json.loads("\n".join(data))
+            data = []
 
 
 def messages_in(content_type: str, text: str) -> list[Any]:

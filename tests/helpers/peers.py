@@ -66,3 +66,12 @@ def install_peers(names: list[str], keys: tuple[str, ...], what: str, *, timeout
         if not where.get(key):
             pytest.fail(f"{cmd} printed no {key}=...; stdout was:\n{proc.stdout}", pytrace=False)
     return where
+
+
+def no_peer_error(out: dict[str, Any], where: str) -> None:
+    """FAIL with the peer's own account (step, error, traceback, stderr) when its report has an error."""
+    err = out.get("error")
+    if err:
+        detail = err.get("traceback") or err.get("stack") or ""
+        pytest.fail(f"{out['peer']} {out['peerVersion']} ({where}) failed at {err['step']}: "
+                    f"{err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
