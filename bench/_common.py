@@ -316,7 +316,7 @@ def machine_info(sides: dict[str, Side]) -> dict:
     except OSError:
         pass
     info = {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "nproc": os.cpu_count(),
         "cpu": cpu,
         "kernel": platform.release(),

@@ -152,20 +152,20 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
         for name in list(servers):
             try:
                 servers[name].wait_ready()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 res.error(name, "http", f"{type(exc).__name__}: {exc}{servers[name].diag()}")
                 servers.pop(name).stop()
         if warmup > 0:
             for name, srv in servers.items():
                 try:
                     run_wrk(srv, pin, "echo", 16, warmup)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     res.error(name, "http", f"warm-up: {exc}{srv.diag()}")
         for r, (mode, c), name in interleaved(rounds, servers.__contains__, [(m, c) for m in modes for c in conc]):
             srv = servers[name]
             try:
                 out = run_wrk(srv, pin, mode, c, duration)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 res.error(name, "http", f"{mode} c={c}: {exc}{srv.diag()}")
                 continue
             cells.setdefault((name, mode, c), []).append(out)
@@ -206,7 +206,7 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
     for mode in modes:
         for c in conc:
             a = {n: agg(n, mode, c) for n in SIDES}
-            g = lambda k: {n: (a[n] or {}).get(k) for n in SIDES}  # noqa: E731
+            g = lambda k: {n: (a[n] or {}).get(k) for n in SIDES}
             wl = f"HTTP {label[mode]} c={c}"
             res.row(wl, "throughput", "req/s", "higher", g("rps"))
             res.row(wl, "latency p50", "ms", "lower", g("p50"))
@@ -220,7 +220,7 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
     res.notes.append("HTTP requests served per server: " + ", ".join(f"{n} {v}" for n, v in total.items()))
 
 
-def http_floor(pin: Pinning, duration: float, side: "Side | None") -> float | None:
+def http_floor(pin: Pinning, duration: float, side: Side | None) -> float | None:
     """CPU per request of a bare ASGI app on mcpkit's uvicorn stack: the floor under any MCP server."""
     if side is None:
         return None
@@ -233,7 +233,7 @@ def http_floor(pin: Pinning, duration: float, side: "Side | None") -> float | No
         run_wrk(srv, pin, "echo", 16, min(duration, 2.0))  # warm-up
         out = run_wrk(srv, pin, "echo", 16, duration)
         return out["cpu_s"] * 1e6 / out["requests"] if out.get("cpu_s") and out["requests"] else None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         print(f"  floor measurement failed: {exc}{srv.diag()}", flush=True)
         return None
     finally:

@@ -4,8 +4,9 @@ test's own). The harness itself lives in :mod:`tests.helpers`."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

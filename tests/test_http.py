@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest

@@ -27,8 +27,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,7 @@ def http_server(workdir: Path) -> Iterator[tuple[str, Path]]:
     app wrapped by the recorder), on a free loopback port: (url, traffic log)."""
     traffic = workdir / "http-traffic.jsonl"
     traffic.touch()
-    argv = lambda port: [sys.executable, str(HTTP_RECORDER), str(traffic),  # noqa: E731
+    argv = lambda port: [sys.executable, str(HTTP_RECORDER), str(traffic),
                          "serve", "--http", "--port", str(port), str(DEMO)]
     with running_server(argv, timeout=30) as url:
         yield url, traffic

@@ -19,7 +19,8 @@ installed (registry unreachable) FAILS these tests: CI installs them.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 

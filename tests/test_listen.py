@@ -25,7 +25,8 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest

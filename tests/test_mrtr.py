@@ -26,7 +26,8 @@ import base64
 import copy
 import json
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 import pytest

@@ -188,7 +188,7 @@ def test_per_registration_cache_hints():
     def templ(id: str) -> str:
         return id
 
-    read = lambda uri: result(s, "resources/read", uri=uri)  # noqa: E731
+    read = lambda uri: result(s, "resources/read", uri=uri)
     assert (read("mem://fresh")["ttlMs"], read("mem://fresh")["cacheScope"]) == (1000, "public")
     assert (read("mem://secret")["ttlMs"], read("mem://secret")["cacheScope"]) == (60_000, "private")
     assert read("mem://other")["ttlMs"] == 5
