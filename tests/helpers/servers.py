@@ -155,8 +155,3 @@ def asgi_client(app: Any, *, base_url: str = ASGI_BASE, timeout: float = 10.0) -
     """An ``httpx.Client`` whose requests go to the ASGI ``app`` in this process."""
     with httpx.Client(transport=AsgiBridge(app), base_url=base_url, timeout=timeout) as client:
         yield client
-
-
-def async_asgi_client(app: Any, *, base_url: str = ASGI_BASE, timeout: float = 10.0) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` on ``httpx.ASGITransport(app)`` (for async tests, e.g. ``Client(http_client=)``)."""
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base_url, timeout=timeout)

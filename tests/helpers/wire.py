@@ -42,7 +42,7 @@ from tests.helpers.messages import (
     structured,
 )
 from tests.helpers.paths import ROOT, serve_argv, subprocess_env
-from tests.helpers.servers import asgi_client, mcpkit_serve_argv, running_server
+from tests.helpers.servers import mcpkit_serve_argv, running_server
 
 
 # ---------------------------------------------------------------- stdio
@@ -383,13 +383,6 @@ def open_wire(kind: str, spec: str | Path, **kw: Any) -> Iterator[Wire]:
     else:
         with running_server(mcpkit_serve_argv(spec)) as url, httpx.Client(timeout=10.0) as http:
             yield HttpWire(http, url, **kw)
-
-
-@contextlib.contextmanager
-def in_process_wire(server: Any, **kw: Any) -> Iterator[HttpWire]:
-    """An :class:`HttpWire` to ``server.http_app()`` in this process."""
-    with asgi_client(server.http_app()) as http:
-        yield HttpWire(http, "/mcp", **kw)
 
 
 # ---------------------------------------------------------------- HTTP requests
