@@ -11,8 +11,9 @@ import time
 import msgspec
 import pytest
 
-from conftest import DEMO, MISBEHAVING, ROOT, SERVERS, TEST_SERVER, VERSION, request, subprocess_env
 from mcpkit.protocol import types as t
+from tests.helpers.messages import VERSION, request
+from tests.helpers.paths import DEMO, MISBEHAVING, ROOT, SERVERS, TEST_SERVER, serve_argv, subprocess_env
 
 
 def mcpkit(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
@@ -61,7 +62,7 @@ def test_card_lists_every_page_and_only_first_description_lines():
 
 
 def test_card_from_a_served_file():
-    proc = mcpkit("discover", "--", sys.executable, "-m", "mcpkit", "serve", str(DEMO))
+    proc = mcpkit("discover", "--", *serve_argv(DEMO))
     assert proc.returncode == 0, proc.stderr
     assert "mcpkit-demo" in proc.stdout
 
@@ -133,7 +134,7 @@ def test_version_flag():
 # ====================================================================== serve
 @pytest.mark.parametrize("spec", [str(TEST_SERVER), f"{TEST_SERVER}:server", "examples.demo:server", "examples.demo"])
 def test_serve_runs_over_stdio(spawn, spec):
-    peer = spawn([sys.executable, "-m", "mcpkit", "serve", spec])
+    peer = spawn(serve_argv(spec))
     result = peer.ask(request(1, "server/discover"))["result"]
     assert result["supportedVersions"] == [VERSION]
     peer.close_stdin()
@@ -141,7 +142,7 @@ def test_serve_runs_over_stdio(spawn, spec):
 
 
 def test_served_tool_print_goes_to_stderr(spawn):
-    peer = spawn([sys.executable, "-m", "mcpkit", "serve", str(TEST_SERVER)])
+    peer = spawn(serve_argv(TEST_SERVER))
     reply = peer.ask(request(1, "tools/call", name="noisy", arguments={"text": "x"}))
     assert reply["result"]["content"][0]["text"] == "X"
     assert "STRAY-PRINT x" in peer.wait_stderr("STRAY-FD1")
@@ -149,7 +150,7 @@ def test_served_tool_print_goes_to_stderr(spawn):
 
 
 def test_serve_keeps_import_time_prints_off_stdout(spawn):
-    peer = spawn([sys.executable, "-m", "mcpkit", "serve", str(SERVERS / "banner.py")])
+    peer = spawn(serve_argv(SERVERS / "banner.py"))
     peer.send(request(1, "tools/call", name="hello"))
     first = peer.lines.get(timeout=5)
     assert first is not None and first.startswith(b"{"), first
@@ -162,7 +163,7 @@ def test_serve_keeps_import_time_prints_off_stdout(spawn):
     ("json", "exactly one"),
 ])
 def test_serve_with_a_bad_spec_fails_clearly(spec, message):
-    proc = subprocess.run([sys.executable, "-m", "mcpkit", "serve", spec], capture_output=True, text=True,
+    proc = subprocess.run(serve_argv(spec), capture_output=True, text=True,
                           cwd=ROOT, env=subprocess_env(), timeout=20, input="")
     assert proc.returncode != 0
     assert message in proc.stderr

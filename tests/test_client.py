@@ -4,32 +4,30 @@ pagination, and the stdio shutdown sequence (close stdin, wait, SIGTERM, SIGKILL
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from conftest import DEMO, MISBEHAVING, ROOT, TEST_SERVER, VERSION, run
 from mcpkit import Client, MCPError, Server
 from mcpkit.client import ProtocolError, TransportClosed, TransportError
 from mcpkit.client._transports import ClientTransport
 from mcpkit.protocol import codec, errors
 from mcpkit.protocol import types as t
 from mcpkit.transports.stdio import StdioProcess
+from tests.helpers.aio import run
+from tests.helpers.messages import VERSION
+from tests.helpers.paths import DEMO, MISBEHAVING, ROOT, TEST_SERVER, load_module
 
 ENV = {"PYTHONPATH": str(ROOT)}
 
 
 def demo_server() -> Server:
-    spec = importlib.util.spec_from_file_location("mcpkit_demo_example", DEMO)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    return module.server
+    return load_module(DEMO, "mcpkit_demo_example").server
 
 
 def stdio_client(path=DEMO, **kw: Any) -> Client:

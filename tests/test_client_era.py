@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,31 +22,22 @@ import httpx
 import msgspec
 import pytest
 
+from mcpkit import EraCache
 from mcpkit.client import Client, TransportError
-from mcpkit.client._era import EraCache, era_key
+from mcpkit.client._era import era_key
 from mcpkit.protocol import codec, eras
 from mcpkit.protocol.errors import MCPError
+from tests.helpers.aio import run as aio_run
+from tests.helpers.paths import DEMO, ERA_HTTP, ERA_STDIO, ROOT, subprocess_env
+from tests.helpers.servers import free_port, mcpkit_serve_argv, running_server
 
-try:
-    from tests._http_fixtures import mcpkit_serve_argv, running_server
-except ImportError:  # tests/ itself on sys.path (pytest prepend import mode)
-    from _http_fixtures import mcpkit_serve_argv, running_server
-
-ROOT = Path(__file__).resolve().parent.parent
-SERVERS = Path(__file__).resolve().parent / "servers"
-ERA_STDIO = SERVERS / "era_stdio.py"
-ERA_HTTP = SERVERS / "era_http.py"
-DEMO = ROOT / "examples" / "demo.py"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 PV = "io.modelcontextprotocol/protocolVersion"
 
 
 def run(coro: Any, limit: float = 60.0) -> Any:
-    async def main() -> Any:
-        return await asyncio.wait_for(coro, limit)
-
-    return asyncio.run(main())
+    return aio_run(coro, limit)
 
 
 def read_log(path: Path) -> list[dict]:
@@ -638,12 +627,6 @@ def http_fake(tmp_path: Path):
         f.close()
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("mode", ["legacy-empty400", "legacy-html404", "legacy-json400", "legacy-json400-noid"])
 def test_http_legacy_answers_fall_back_to_initialize(http_fake, mode: str) -> None:
     fake = http_fake(mode)
@@ -949,10 +932,8 @@ def test_one_api_whichever_era(tmp_path: Path, http_fake, kind: str) -> None:
 
 # ====================================================================== the discover card
 def _discover_card(argv: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     return subprocess.run([sys.executable, "-m", "mcpkit", "discover", "--", *argv], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=str(ROOT))
+                          text=True, timeout=60, env=subprocess_env(), cwd=str(ROOT))
 
 
 @pytest.mark.parametrize("mode, era", [("legacy-32601", "legacy"), ("modern", "modern"), ("dual", "dual")])

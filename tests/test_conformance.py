@@ -8,18 +8,14 @@ mock server per scenario. Every leg fails on any check not in its baseline file.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT, subprocess_env
 
 
 def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHON": sys.executable}
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = subprocess_env(PYTHON=sys.executable)
     return subprocess.run(["bash", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 

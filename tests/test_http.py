@@ -1,9 +1,11 @@
-"""Streamable HTTP (2026-07-28) server transport, end to end against a real uvicorn server.
+"""Streamable HTTP (2026-07-28) server transport: the app's answers, and the transport itself.
 
-The server runs in a subprocess (``python -m mcpkit serve --http``); requests are built by
-hand with httpx (or a raw socket where httpx would refuse to send the bytes) so that every
-bad input reaches the server exactly as written. Each failure case is followed by a valid
-request to show the server keeps serving.
+Most checks run in-process: ``server.http_app()`` of ``tests/servers/http_test_server.py``
+behind ``httpx.ASGITransport``, with requests built by hand so that every bad input reaches the
+app exactly as written. Each failure case is followed by a valid request to show the app keeps
+serving. The transport itself (startup, real streaming, bytes httpx would refuse to send,
+chunked bodies on a socket, client disconnects) is checked against a real uvicorn server in a
+subprocess (``python -m mcpkit serve --http``); a few checks run on both.
 """
 
 from __future__ import annotations
@@ -11,53 +13,53 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import time
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
-try:
-    from tests._http_fixtures import (
-        VERSION,
-        body,
-        headers_for,
-        mcpkit_serve_argv,
-        post,
-        raw_http,
-        raw_post_bytes,
-        running_server,
-        small_body_argv,
-    )
-except ImportError:  # tests/ itself on sys.path (pytest prepend import mode)
-    from _http_fixtures import (
-        VERSION,
-        body,
-        headers_for,
-        mcpkit_serve_argv,
-        post,
-        raw_http,
-        raw_post_bytes,
-        running_server,
-        small_body_argv,
-    )
+from tests.helpers.markers import wait_for
+from tests.helpers.messages import VERSION, body, headers_for, sse_events
+from tests.helpers.paths import HTTP_TEST_SERVER
+from tests.helpers.servers import ASGI_URL, asgi_client, mcpkit_serve_argv, running_server
+from tests.helpers.wire import post, raw_http, raw_post_bytes
+from tests.servers.http_test_server import server
+
+SMALL_LIMIT = 1024
 
 
 @pytest.fixture(scope="module")
-def url():
-    with running_server(mcpkit_serve_argv()) as u:
-        yield u
-
-
-@pytest.fixture(scope="module")
-def small_url():
-    with running_server(small_body_argv) as u:
-        yield u
-
-
-@pytest.fixture(scope="module")
-def http():
-    with httpx.Client(timeout=10.0) as c:
+def http() -> Iterator[httpx.Client]:
+    """The test server's app, in-process."""
+    with asgi_client(server.http_app()) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def url() -> str:
+    return ASGI_URL
+
+
+@pytest.fixture(scope="module")
+def small() -> Iterator[tuple[httpx.Client, str]]:
+    """The same server behind a 1 KiB body limit, in-process: (client, url)."""
+    with asgi_client(server.http_app(max_body_bytes=SMALL_LIMIT)) as c:
+        yield c, ASGI_URL
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[tuple[httpx.Client, str]]:
+    """The test server on real uvicorn (``python -m mcpkit serve --http``): (client, url)."""
+    with running_server(mcpkit_serve_argv(HTTP_TEST_SERVER)) as u, httpx.Client(timeout=10.0) as c:
+        yield c, u
+
+
+@pytest.fixture(params=["in-process", "uvicorn"])
+def either(request: pytest.FixtureRequest, http: httpx.Client, url: str) -> tuple[httpx.Client, str]:
+    """In-process and on real uvicorn: (client, url)."""
+    if request.param == "in-process":
+        return http, url
+    return request.getfixturevalue("live")
 
 
 def b64(text: str) -> str:
@@ -107,7 +109,8 @@ def weather_call(arguments: dict) -> dict:
 # ============================================================================ baseline
 
 
-def test_valid_requests_succeed(http, url):
+def test_valid_requests_succeed(either):
+    http, url = either
     res = result_of(post(http, url, body("server/discover")))
     assert VERSION in res["supportedVersions"]
     tools = result_of(post(http, url, body("tools/list")))["tools"]
@@ -325,7 +328,8 @@ def test_header_names_in_odd_case(http, url):
     still_ok(http, url)
 
 
-def test_whitespace_around_mcp_name_accepted(http, url):
+def test_whitespace_around_mcp_name_accepted(live):
+    http, url = live
     # httpx refuses to send surrounding whitespace, so write the request by hand.
     msg = echo_call("ws")
     payload = json.dumps(msg).encode()
@@ -433,7 +437,8 @@ def test_unknown_resource_is_not_a_400(http, url):
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
-def test_non_post_methods_are_405(http, url, method):
+def test_non_post_methods_are_405(either, method):
+    http, url = either
     # Without a legacy session, GET and DELETE mean nothing on the stateless wire.
     resp = http.request(method, url, headers={"Accept": "text/event-stream"})
     err = rpc_error(resp, 405, -32600, id=None)
@@ -532,14 +537,16 @@ def _oversized(n: int) -> dict:
     return echo_call("x" * n)
 
 
-def test_oversized_body_with_content_length(http, small_url):
+def test_oversized_body_with_content_length(small):
+    http, small_url = small
     msg = _oversized(2000)
     err = rpc_error(post(http, small_url, msg), 413, -32600, id=None)
-    assert "1024" in err["message"]
+    assert str(SMALL_LIMIT) in err["message"]
     still_ok(http, small_url)
 
 
-def test_oversized_chunked_body(http, small_url):
+def test_oversized_chunked_body(small):
+    http, small_url = small
     msg = _oversized(4000)
     data = json.dumps(msg).encode()
 
@@ -553,12 +560,30 @@ def test_oversized_chunked_body(http, small_url):
     still_ok(http, small_url)
 
 
-def test_body_just_under_small_limit_is_served(http, small_url):
+def test_oversized_chunked_body_on_a_socket(live):
+    """Transfer-Encoding: chunked on a real socket: the default 4 MiB limit holds without a Content-Length."""
+    http, url = live
+    msg = _oversized(4 * 1024 * 1024 + 10)
+    data = json.dumps(msg).encode()
+
+    def chunks():
+        for i in range(0, len(data), 65536):
+            yield data[i:i + 65536]
+
+    resp = http.post(url, content=chunks(), headers=headers_for(msg))
+    assert "content-length" not in {k.lower() for k in resp.request.headers}
+    assert resp.request.headers["transfer-encoding"] == "chunked"
+    rpc_error(resp, 413, -32600, id=None)
+    still_ok(http, url)
+
+
+def test_body_just_under_small_limit_is_served(small):
+    http, small_url = small
     msg = _oversized(10)
     size = len(json.dumps(msg).encode())
-    msg = _oversized(10 + 1024 - size)
-    assert len(json.dumps(msg).encode()) == 1024
-    assert result_of(post(http, small_url, msg))["content"][0]["text"] == "x" * (10 + 1024 - size)
+    msg = _oversized(10 + SMALL_LIMIT - size)
+    assert len(json.dumps(msg).encode()) == SMALL_LIMIT
+    assert result_of(post(http, small_url, msg))["content"][0]["text"] == "x" * (10 + SMALL_LIMIT - size)
     still_ok(http, small_url)
 
 
@@ -568,7 +593,8 @@ def test_default_limit_accepts_larger_bodies(http, url):
     still_ok(http, url)
 
 
-def test_oversized_body_default_limit(http, url):
+def test_oversized_body_default_limit(either):
+    http, url = either
     msg = _oversized(4 * 1024 * 1024 + 10)
     rpc_error(post(http, url, msg), 413, -32600, id=None)
     still_ok(http, url)
@@ -637,7 +663,8 @@ def test_origin_with_userinfo_naming_foreign_host_forbidden(http, url):
 # ============================================================================ notifications
 
 
-def test_notification_gets_202(http, url):
+def test_notification_gets_202(either):
+    http, url = either
     note = {"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": 1, "reason": "test", "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}}}
     hdrs = {"Content-Type": "application/json", "MCP-Protocol-Version": VERSION, "Mcp-Method": "notifications/cancelled"}
@@ -658,17 +685,8 @@ def test_notification_without_mcp_headers_gets_202(http, url):
 # ============================================================================ SSE progress
 
 
-def _sse_events(text: str) -> list[dict]:
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = [ln[5:].lstrip(" ") if ln.startswith("data:") else None for ln in block.split("\n")]
-        data = [d for d in data if d is not None]
-        if data:
-            events.append(json.loads("\n".join(data)))
-    return events
-
-
-def test_progress_streams_sse_before_result(http, url):
+def test_progress_streams_sse_before_result(either):
+    http, url = either
     msg = body("tools/call", {"name": "progress_steps", "arguments": {"steps": 3},
                               "_meta": {"progressToken": "tok-1"}}, id=77)
     with http.stream("POST", url, content=json.dumps(msg).encode(), headers=headers_for(msg)) as resp:
@@ -676,7 +694,7 @@ def test_progress_streams_sse_before_result(http, url):
         assert resp.headers["content-type"].startswith("text/event-stream")
         assert resp.headers["x-accel-buffering"] == "no"
         text = resp.read().decode()
-    events = _sse_events(text)
+    events = sse_events(text)
     assert len(events) == 4, events
     progress, final = events[:-1], events[-1]
     assert [e["method"] for e in progress] == ["notifications/progress"] * 3
@@ -705,21 +723,8 @@ def test_progress_without_sse_accept_gets_json(http, url):
 # ============================================================================ cancellation
 
 
-def _wait_for(path, wanted: str, timeout: float = 5.0) -> str:
-    deadline = time.monotonic() + timeout
-    content = ""
-    while time.monotonic() < deadline:
-        try:
-            content = path.read_text()
-        except FileNotFoundError:
-            content = ""
-        if content == wanted:
-            return content
-        time.sleep(0.02)
-    return content
-
-
-def test_client_disconnect_cancels_handler(http, url, tmp_path):
+def test_client_disconnect_cancels_handler(live, tmp_path):
+    http, url = live
     marker = tmp_path / "sleepy.marker"
     msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 20}}, id=9)
     raw = raw_post_bytes(url, json.dumps(msg).encode(), [
@@ -728,14 +733,15 @@ def test_client_disconnect_cancels_handler(http, url, tmp_path):
     sock = socket.create_connection((u.host, u.port), timeout=5)
     try:
         sock.sendall(raw)
-        assert _wait_for(marker, "started") == "started"
+        assert wait_for(marker, "started") == "started"
     finally:
         sock.close()  # the client goes away mid-handler
-    assert _wait_for(marker, "cancelled") == "cancelled"
+    assert wait_for(marker, "cancelled") == "cancelled"
     still_ok(http, url)
 
 
-def test_completed_handler_is_not_marked_cancelled(http, url, tmp_path):
+def test_completed_handler_is_not_marked_cancelled(either, tmp_path):
+    http, url = either
     marker = tmp_path / "quick.marker"
     msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 0.01}})
     assert result_of(post(http, url, msg))["content"][0]["text"] == "woke up"
@@ -743,7 +749,8 @@ def test_completed_handler_is_not_marked_cancelled(http, url, tmp_path):
     still_ok(http, url)
 
 
-def test_disconnect_while_streaming_cancels_handler(http, url, tmp_path):
+def test_disconnect_while_streaming_cancels_handler(live, tmp_path):
+    http, url = live
     marker = tmp_path / "stream.marker"
     msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 20},
                               "_meta": {"progressToken": "s"}}, id=10)
@@ -758,8 +765,8 @@ def test_disconnect_while_streaming_cancels_handler(http, url, tmp_path):
             assert chunk, got
             got += chunk
         assert b"text/event-stream" in got.lower()
-        assert _wait_for(marker, "started") == "started"
+        assert wait_for(marker, "started") == "started"
     finally:
         sock.close()
-    assert _wait_for(marker, "cancelled") == "cancelled"
+    assert wait_for(marker, "cancelled") == "cancelled"
     still_ok(http, url)

@@ -3,7 +3,6 @@ server in a subprocess (``python -m mcpkit serve --http``)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -14,20 +13,20 @@ import pytest
 import mcpkit
 from mcpkit.client import TransportError
 from mcpkit.protocol.errors import MCPError
-try:
-    from tests._http_fixtures import ROOT, VERSION, _env, free_port, mcpkit_serve_argv, running_server
-except ImportError:  # tests/ itself on sys.path (pytest rootdir/prepend import mode)
-    from _http_fixtures import ROOT, VERSION, _env, free_port, mcpkit_serve_argv, running_server
+from tests.helpers.aio import run as aio_run
+from tests.helpers.messages import VERSION
+from tests.helpers.paths import HTTP_TEST_SERVER, ROOT, subprocess_env
+from tests.helpers.servers import free_port, mcpkit_serve_argv, running_server
 
 
 @pytest.fixture(scope="module")
 def url():
-    with running_server(mcpkit_serve_argv()) as u:
+    with running_server(mcpkit_serve_argv(HTTP_TEST_SERVER)) as u:
         yield u
 
 
 def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 20))
+    return aio_run(coro, 20)
 
 
 class Recorder:
@@ -248,7 +247,7 @@ def test_tool_with_invalid_annotation_excluded_from_list_tools(url):
 
 
 def _cli(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpkit", *args], cwd=str(ROOT), env=_env(),
+    return subprocess.run([sys.executable, "-m", "mcpkit", *args], cwd=str(ROOT), env=subprocess_env(),
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -13,10 +13,11 @@ import json
 import msgspec
 import pytest
 
-from conftest import META, VERSION, run
 from mcpkit import Server
 from mcpkit.protocol import codec, errors, inbound
 from mcpkit.protocol import types as t
+from tests.helpers.aio import run
+from tests.helpers.messages import META, VERSION
 
 SUPPORTED = ("2026-07-28",)
 ALL_CAPS = frozenset({"tools", "resources", "prompts", "completions"})

@@ -24,26 +24,25 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-from _peers import install_peers
 
-ROOT = Path(__file__).resolve().parent.parent
-INTEROP = Path(__file__).resolve().parent / "interop"
-INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"
-DEMO = ROOT / "examples" / "demo.py"
-VERSION = "2026-07-28"
+from tests.helpers.messages import META_VERSION as PROTOCOL_VERSION_KEY
+from tests.helpers.messages import SUBSCRIPTION_ID as SUBSCRIPTION_ID_KEY
+from tests.helpers.messages import VERSION
+from tests.helpers.paths import DEMO, HTTP_RECORDER, ROOT, STDIO_RECORDER, pythonpath
+from tests.helpers.peers import install_peers
+from tests.helpers.peers import tail as _tail
+from tests.helpers.servers import running_server
+
 DEMO_TOOLS = {"add", "convert_temperature", "count_down"}
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
-PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
-SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 LOG_LEVELS = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 INSTALL_TIMEOUT = 900  # a cold install takes well under a minute; a slow registry may take more
@@ -70,38 +69,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def http_server(workdir: Path) -> Iterator[tuple[str, Path]]:
     """Our real HTTP server (``python -m mcpkit serve --http ... examples/demo.py``, with its ASGI
     app wrapped by the recorder), on a free loopback port: (url, traffic log)."""
-    port = _free_port()
     traffic = workdir / "http-traffic.jsonl"
     traffic.touch()
-    out = workdir / "http-server.out"
-    with out.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, str(INTEROP / "http_recorder.py"), str(traffic),
-             "serve", "--http", "--port", str(port), str(DEMO)],
-            cwd=ROOT, env=_py_env(), stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"mcpkit serve --http exited {proc.returncode} before listening:\n"
-                            f"{_tail(out.read_text(errors='replace'))}", pytrace=False)
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("mcpkit serve --http did not listen within 30 s", pytrace=False)
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", traffic
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+    argv = lambda port: [sys.executable, str(HTTP_RECORDER), str(traffic),
+                         "serve", "--http", "--port", str(port), str(DEMO)]
+    with running_server(argv, timeout=30) as url:
+        yield url, traffic
 
 
 class Run:
@@ -144,8 +117,8 @@ def run_inspector(inspector: dict[str, str], http_server: tuple[str, Path], work
         if transport == "stdio":
             traffic = workdir / f"stdio-traffic-{next(counter)}.jsonl"
             traffic.touch()
-            target = ["--cwd", str(ROOT), "-e", f"PYTHONPATH={_pythonpath()}",
-                      sys.executable, str(INTEROP / "stdio_recorder.py"), str(traffic), sys.executable, str(DEMO)]
+            target = ["--cwd", str(ROOT), "-e", f"PYTHONPATH={pythonpath()}",
+                      sys.executable, str(STDIO_RECORDER), str(traffic), sys.executable, str(DEMO)]
         else:
             url, traffic = http_server
             target = ["--transport", "http", url]
@@ -300,23 +273,3 @@ def _wait_for_stdio_recorder(traffic: Path) -> None:
             return
         last = size
         time.sleep(0.2)
-
-
-def _pythonpath() -> str:
-    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-
-
-def _py_env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=_pythonpath())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _tail(text: Any, lines: int = 40) -> str:
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    return "\n".join((text or "").splitlines()[-lines:])

@@ -19,24 +19,16 @@ installed (registry unreachable) FAILS these tests: CI installs them.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-from _peers import install_peers, run_peer_json, tail
 
-ROOT = Path(__file__).resolve().parent.parent
-INTEROP = Path(__file__).resolve().parent / "interop"
-INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"
-DEMO = ROOT / "examples" / "demo.py"
-VERSION = "2026-07-28"
+from tests.helpers.messages import VERSION
+from tests.helpers.paths import DEMO, INTEROP
+from tests.helpers.peers import install_peers, no_peer_error, run_peer_json
+from tests.helpers.servers import mcpkit_serve_argv, running_server
+
 DEMO_TOOLS = {"add", "convert_temperature", "count_down"}
 
 #: (peer, mode) pairs that must fully interoperate. Python SDK modes are what
@@ -63,37 +55,8 @@ def interop_peers() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def interop_server_url() -> Iterator[str]:
     """Our real HTTP server (the demo), on a free loopback port."""
-    port = _free_port()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), str(DEMO)],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                if proc.poll() is not None:
-                    log.seek(0)
-                    pytest.fail(f"mcpkit serve --http exited {proc.returncode} before listening:\n"
-                                f"{_tail(log.read().decode(errors='replace'))}", pytrace=False)
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        pytest.fail("mcpkit serve --http did not listen within 30 s", pytrace=False)
-                    time.sleep(0.1)
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
+    with running_server(mcpkit_serve_argv(DEMO), timeout=30) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -197,17 +160,4 @@ def _run_json(argv: list[str]) -> dict[str, Any]:
 
 
 def _no_error(out: dict[str, Any]) -> None:
-    err = out.get("error")
-    if err:
-        detail = err.get("traceback") or err.get("stack") or ""
-        pytest.fail(f"{out['peer']} {out['peerVersion']} (mode {out['mode']}) failed at {err['step']}: "
-                    f"{err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-_tail = tail
+    no_peer_error(out, f"mode {out['mode']}")

@@ -10,30 +10,31 @@ tests FAIL: they are never skipped.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import httpx
 import msgspec
 import pytest
 
+from mcpkit import EraCache
 from mcpkit.client import Client
-from mcpkit.client._era import EraCache, era_key
+from mcpkit.client._era import era_key
 from mcpkit.protocol.errors import MCPError
+from tests.helpers.aio import run as aio_run
+from tests.helpers.paths import PEERS_DIR as PEERS
+from tests.helpers.paths import ROOT, subprocess_env
+from tests.helpers.peers import run_install_script
+from tests.helpers.servers import running_server
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "@modelcontextprotocol/server-everything"
 VERSION = "2026.8.31"
-PEERS = Path(os.environ.get("MCPKIT_PEERS_DIR") or ROOT / "tests" / ".peers")
 PREFIX = PEERS / "everything"
 ENTRY = Path("node_modules") / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 LEGACY = "2025-11-25"
@@ -49,19 +50,19 @@ def _run(argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
 def _install() -> tuple[str, Path]:
     """(node, entry script) of server-everything, installing it if need be; pytest.fail otherwise."""
     problems: list[str] = []
-    script = ROOT / "scripts" / "install_peers.sh"
-    if script.exists():
-        proc = _run(["bash", str(script), "everything"])
-        out = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-        if proc.returncode == 0 and out.get("PEER_EVERYTHING_PREFIX"):
-            node = out.get("PEER_EVERYTHING_NODE") or shutil.which("node") or ""
-            entry = Path(out.get("PEER_EVERYTHING_BIN") or Path(out["PEER_EVERYTHING_PREFIX"]) / ENTRY)
-            if node and entry.is_file():
-                return node, entry
-            problems.append(f"install_peers.sh printed node={node!r}, entry={entry} (missing)")
-        else:
-            problems.append(f"scripts/install_peers.sh everything exited {proc.returncode} "
-                            f"without PEER_EVERYTHING_PREFIX:\n{proc.stderr[-2000:]}")
+    try:
+        proc, out = run_install_script(["everything"])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc, out = subprocess.CompletedProcess([], 127, "", f"install_peers.sh: {exc}"), {}
+    if proc.returncode == 0 and out.get("PEER_EVERYTHING_PREFIX"):
+        node = out.get("PEER_EVERYTHING_NODE") or shutil.which("node") or ""
+        entry = Path(out.get("PEER_EVERYTHING_BIN") or Path(out["PEER_EVERYTHING_PREFIX"]) / ENTRY)
+        if node and entry.is_file():
+            return node, entry
+        problems.append(f"install_peers.sh printed node={node!r}, entry={entry} (missing)")
+    else:
+        problems.append(f"scripts/install_peers.sh everything exited {proc.returncode} "
+                        f"without PEER_EVERYTHING_PREFIX:\n{proc.stderr[-2000:]}")
     # Fallback: install it ourselves.
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
@@ -111,56 +112,20 @@ def peer() -> tuple[str, Path]:
 
 
 def run(coro: Any, limit: float = 90.0) -> Any:
-    async def main() -> Any:
-        return await asyncio.wait_for(coro, limit)
-
-    return asyncio.run(main())
+    return aio_run(coro, limit)
 
 
 def text_of(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def everything_http() -> Iterator[str]:
     """server-everything's Streamable HTTP transport on a free port: yields its /mcp URL."""
     node, entry = peer()
-    last = ""
-    for _attempt in range(3):
-        port = free_port()
-        proc = subprocess.Popen([node, str(entry), "streamableHttp"], env={**os.environ, "PORT": str(port)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(entry.parent))
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 30
-        up = False
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                httpx.get(url, timeout=1.0)  # any HTTP answer means it is serving
-                up = True
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        if up:
-            try:
-                yield url
-            finally:
-                proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                proc.stderr.close()
-            return
-        proc.kill()
-        last = proc.communicate()[1].decode(errors="replace")[-2000:]
-    pytest.fail(f"{PACKAGE} streamableHttp did not start:\n{last}", pytrace=False)
+    with running_server(lambda port: [node, str(entry), "streamableHttp"], env=lambda port: {**os.environ, "PORT": str(port)},
+                        cwd=entry.parent, timeout=30) as url:
+        yield url
 
 
 def stdio_argv() -> list[str]:
@@ -282,10 +247,8 @@ def test_http_legacy_peer_sampling_over_the_session() -> None:
 # ---------------------------------------------------------------------------- the discover card
 def test_discover_cli_card_says_legacy() -> None:
     argv = stdio_argv()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run([sys.executable, "-m", "mcpkit", "discover", "--", *argv],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=str(ROOT))
+                          capture_output=True, text=True, timeout=120, env=subprocess_env(), cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     era_line = next((line for line in lines if line.startswith("Era:")), None)

@@ -21,24 +21,22 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
-from _peers import install_peers, run_peer_json, tail
 
-from _http_fixtures import META_CAPS, META_VERSION, mcpkit_serve_argv, running_server
-from conftest import DEMO, ROOT
+from tests.helpers.legacy import assert_endpoint_serves
+from tests.helpers.messages import LEGACY as LATEST_LEGACY
+from tests.helpers.messages import META_VERSION, MODERN_ONLY_RESULT_FIELDS
+from tests.helpers.paths import DEMO, INTEROP, LEGACY_SERVER, ROOT
+from tests.helpers.paths import STDIO_RECORDER as RECORDER
+from tests.helpers.peers import install_peers, no_peer_error, run_peer_json
+from tests.helpers.servers import mcpkit_serve_argv, running_server
 
-INTEROP = ROOT / "tests" / "interop"
-INSTALL_PEERS = ROOT / "scripts" / "install_peers.sh"
-LEGACY_SERVER = INTEROP / "legacy_test_server.py"
-RECORDER = INTEROP / "stdio_recorder.py"
-LATEST_LEGACY = "2025-11-25"
-MODERN = "2026-07-28"
 DEMO_TOOLS = {"add", "convert_temperature", "count_down"}
-MODERN_ONLY_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
 INSTALL_TIMEOUT = 900
 PEER_TIMEOUT = 120
 
@@ -66,14 +64,14 @@ def legacy_peers() -> dict[str, str]:
 def demo_url() -> Iterator[str]:
     with running_server(mcpkit_serve_argv(DEMO)) as url:
         yield url
-        _assert_endpoint_serves(url)  # after every peer ran against it
+        assert_endpoint_serves(url)  # after every peer ran against it
 
 
 @pytest.fixture(scope="module")
 def extras_url() -> Iterator[str]:
     with running_server(mcpkit_serve_argv(LEGACY_SERVER)) as url:
         yield url
-        _assert_endpoint_serves(url)
+        assert_endpoint_serves(url)
 
 
 @pytest.fixture(scope="module")
@@ -257,34 +255,9 @@ def _read_wire(log: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _assert_endpoint_serves(url: str) -> None:
-    """After the peers: a new legacy session and a stateless request are still answered."""
-    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": LATEST_LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    with httpx.Client(timeout=10) as c:
-        r = c.post(url, json=init, headers=h)
-        assert r.status_code == 200 and r.json()["result"]["protocolVersion"] == LATEST_LEGACY, r.text
-        sid = r.headers["mcp-session-id"]
-        r = c.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={**h, "Mcp-Session-Id": sid})
-        assert r.json()["result"] == {}, r.text
-        assert c.delete(url, headers={"Mcp-Session-Id": sid}).status_code == 200
-        r = c.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "server/discover",
-                              "params": {"_meta": {META_VERSION: MODERN, META_CAPS: {}}}},
-                   headers={**h, "MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"})
-        assert MODERN in r.json()["result"]["supportedVersions"], r.text
-
-
 def _run_json(argv: list[str]) -> dict[str, Any]:
     return run_peer_json(argv, cwd=INTEROP, timeout=PEER_TIMEOUT, extra_env={"LEGACY_PEER_SERVER_PYTHONPATH": str(ROOT)})
 
 
 def _no_error(out: dict[str, Any]) -> None:
-    err = out.get("error")
-    if err:
-        detail = err.get("traceback") or err.get("stack") or ""
-        pytest.fail(f"{out['peer']} {out['peerVersion']} ({out['transport']}, {out['scenario']}) failed at "
-                    f"{err['step']}: {err['type']}: {err['message']}\n{detail}\n{out.get('_stderr', '')}", pytrace=False)
-
-
-_tail = tail
+    no_peer_error(out, f"{out['transport']}, {out['scenario']}")

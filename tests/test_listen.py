@@ -21,47 +21,27 @@ Documented behaviour:
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import itertools
 import json
 import os
-import sys
 import tempfile
 import time
-from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from conftest import ROOT, SERVERS, VERSION, check_wire, subprocess_env
-
-try:
-    from tests._http_fixtures import headers_for, mcpkit_serve_argv, running_server
-except ImportError:  # tests/ itself on sys.path
-    from _http_fixtures import headers_for, mcpkit_serve_argv, running_server
-
+from mcpkit import Client, InMemoryBus
 from mcpkit.protocol import codec
-
-LISTEN_FILE = SERVERS / "listen_server.py"
-SID = "io.modelcontextprotocol/subscriptionId"
-ACK = "notifications/subscriptions/acknowledged"
-META = {
-    "io.modelcontextprotocol/protocolVersion": VERSION,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-TIMEOUT = 10.0
-
-
-def _load(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("_listen_server_for_tests", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ls = _load(LISTEN_FILE)
+from tests.helpers.aio import until as _until
+from tests.helpers.markers import read as read_marker
+from tests.helpers.messages import META, check_wire, headers_for
+from tests.helpers.messages import SUBSCRIPTION_ID as SID
+from tests.helpers.paths import LISTEN_SERVER as LISTEN_FILE
+from tests.helpers.paths import ROOT, serve_argv
+from tests.helpers.servers import ServerProcess, mcpkit_serve_argv, running_server
+from tests.helpers.sides import ACK, TIMEOUT, HttpSide, Side, StdioSide
+from tests.servers import listen_server as ls
 
 
 # ====================================================================== expectations
@@ -88,275 +68,24 @@ def received(notes: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
 
 
 async def until(cond: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
+    await _until(cond, what, timeout)
+
+
+# ====================================================================== the listen server's bus
+async def bus_size(side: Side) -> int:
+    return await side.tool("bus_size")
+
+
+async def wait_bus(side: Side, n: int) -> None:
+    """Until the server holds ``n`` subscriptions (its ``bus_size`` tool)."""
+    deadline = time.monotonic() + TIMEOUT
+    while (size := await bus_size(side)) != n:
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
+            raise AssertionError(f"bus still has {size} subscribers, expected {n}")
+        await asyncio.sleep(0.02)
 
 
 # ====================================================================== sides
-class Listener:
-    def __init__(self, id: Any, filt: dict[str, Any]) -> None:
-        self.id = id
-        self.filt = filt
-        self.ack: dict[str, Any] | None = None
-        self.notes: list[dict[str, Any]] = []  # after the acknowledgement
-        self.foreign: list[dict[str, Any]] = []  # notifications on this stream for another id
-        self.result: dict[str, Any] | None = None  # the response to the listen request
-        self.server_cancelled: dict[str, Any] | None = None  # stdio: notifications/cancelled for it
-        self.http_status: int | None = None
-        self.acked = asyncio.Event()
-        self.ended = asyncio.Event()
-        self.resp: Any = None
-        self.task: asyncio.Task | None = None
-
-    def take(self, msg: dict[str, Any]) -> None:
-        sid = (msg.get("params") or {}).get("_meta", {}).get(SID)
-        if sid != self.id or type(sid) is not type(self.id):
-            self.foreign.append(msg)
-        elif msg["method"] == ACK:
-            assert self.ack is None and not self.notes, "the acknowledgement must come first, once"
-            self.ack = msg
-            self.acked.set()
-        else:
-            assert self.ack is not None, f"a notification before the acknowledgement: {msg}"
-            self.notes.append(msg)
-
-
-class Side:
-    """One client connection to a listen_server, as seen on the wire."""
-
-    kind = ""
-    _ids = itertools.count(1000)
-
-    def request_msg(self, id: Any, method: str, p: dict[str, Any] | None = None,
-                    meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": {**META, **(meta or {})}, **(p or {})}}
-
-    async def listen(self, id: Any, filt: dict[str, Any], *, acked: bool = True) -> Listener:
-        raise NotImplementedError
-
-    async def cancel(self, lst: Listener) -> None:
-        raise NotImplementedError
-
-    async def request(self, method: str, p: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        raise NotImplementedError
-
-    async def tool(self, name: str, args: dict[str, Any] | None = None) -> Any:
-        reply = await self.request("tools/call", {"name": name, "arguments": args or {}})
-        result = reply["result"]
-        assert not result.get("isError"), result
-        sc = result.get("structuredContent")
-        return sc["result"] if isinstance(sc, dict) and "result" in sc else result["content"][0]["text"]
-
-    async def bus_size(self) -> int:
-        return await self.tool("bus_size")
-
-    async def wait_bus(self, n: int) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while (size := await self.bus_size()) != n:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"bus still has {size} subscribers, expected {n}")
-            await asyncio.sleep(0.02)
-
-    async def assert_alive(self) -> None:
-        reply = await self.request("server/discover")
-        assert VERSION in reply["result"]["supportedVersions"]
-
-    async def close(self) -> None: ...
-
-
-class StdioSide(Side):
-    kind = "stdio"
-
-    def __init__(self) -> None:
-        self.log: list[dict[str, Any]] = []  # every message the server wrote, in order
-        self.listeners: dict[tuple[type, Any], Listener] = {}
-        self.pending: dict[tuple[type, Any], asyncio.Future] = {}
-        self.methods: dict[tuple[type, Any], str] = {}
-        self.progress: dict[Any, list[dict[str, Any]]] = {}
-        self.stray: list[dict[str, Any]] = []
-        self.stderr = b""
-
-    async def start(self, spec: str = str(LISTEN_FILE)) -> "StdioSide":
-        self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "mcpkit", "serve", spec, cwd=str(ROOT), env=subprocess_env(),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            limit=16 * 1024 * 1024)
-        self.reader = asyncio.ensure_future(self._read())
-        self.err_reader = asyncio.ensure_future(self._read_err())
-        return self
-
-    async def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        while chunk := await self.proc.stderr.read(65536):
-            self.stderr += chunk
-
-    async def _read(self) -> None:
-        assert self.proc.stdout is not None
-        while line := await self.proc.stdout.readline():
-            assert line.endswith(b"\n"), line
-            msg = json.loads(line)
-            rid = msg.get("id")
-            check_wire(msg, self.methods.get((type(rid), rid)))
-            self.log.append(msg)
-            self._dispatch(msg)
-
-    def _dispatch(self, msg: dict[str, Any]) -> None:
-        if "result" in msg or "error" in msg:
-            key = (type(msg["id"]), msg["id"])
-            if key in self.listeners:
-                lst = self.listeners[key]
-                assert lst.result is None, f"a second response for listen {lst.id!r}: {msg}"
-                lst.result = msg
-                lst.ended.set()
-            elif key in self.pending:
-                self.pending.pop(key).set_result(msg)
-            else:
-                self.stray.append(msg)
-            return
-        params = msg.get("params") or {}
-        if msg["method"] == "notifications/cancelled":
-            rid = params.get("requestId")
-            lst = self.listeners.get((type(rid), rid))
-            if lst is None:
-                self.stray.append(msg)
-            else:
-                assert lst.server_cancelled is None, msg
-                lst.server_cancelled = msg
-            return
-        if msg["method"] == "notifications/progress":
-            self.progress.setdefault(params.get("progressToken"), []).append(msg)
-            return
-        sid = params.get("_meta", {}).get(SID)
-        lst = self.listeners.get((type(sid), sid))
-        if lst is None:
-            self.stray.append(msg)
-        else:
-            lst.take(msg)
-
-    async def send(self, msg: dict[str, Any]) -> None:
-        if "id" in msg and "method" in msg:
-            self.methods[(type(msg["id"]), msg["id"])] = msg["method"]
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        await self.proc.stdin.drain()
-
-    async def listen(self, id: Any, filt: dict[str, Any], *, acked: bool = True) -> Listener:
-        lst = self.listeners[(type(id), id)] = Listener(id, filt)
-        await self.send(self.request_msg(id, "subscriptions/listen", {"notifications": filt}))
-        if acked:
-            await asyncio.wait_for(lst.acked.wait(), TIMEOUT)
-        return lst
-
-    async def cancel(self, lst: Listener) -> None:
-        await self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                         "params": {"requestId": lst.id, "reason": "test is done"}})
-
-    async def request(self, method: str, p: dict[str, Any] | None = None, *, id: Any = None,
-                      meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        id = next(self._ids) if id is None else id
-        fut = self.pending[(type(id), id)] = asyncio.get_running_loop().create_future()
-        await self.send(self.request_msg(id, method, p, meta))
-        try:
-            return await asyncio.wait_for(fut, TIMEOUT)
-        except asyncio.TimeoutError:
-            raise AssertionError(f"no answer to {method}; stderr: {self.stderr.decode(errors='replace')}") from None
-
-    async def sync(self) -> None:
-        """Everything the server wrote before now has been read (its pipe is FIFO)."""
-        await self.assert_alive()
-
-    async def close(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
-            self.proc.stdin.close()
-        try:
-            await asyncio.wait_for(self.proc.wait(), 5)
-        except asyncio.TimeoutError:
-            self.proc.kill()
-            await self.proc.wait()
-        await asyncio.gather(self.reader, self.err_reader, return_exceptions=True)
-
-
-class HttpSide(Side):
-    kind = "http"
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.http = httpx.AsyncClient(timeout=httpx.Timeout(TIMEOUT, read=None),
-                                      limits=httpx.Limits(max_connections=200, max_keepalive_connections=20))
-        self.open: list[Listener] = []
-
-    async def start(self) -> "HttpSide":
-        return self
-
-    def _post(self, msg: dict[str, Any]) -> httpx.Request:
-        return self.http.build_request("POST", self.url, content=json.dumps(msg).encode(), headers=headers_for(msg))
-
-    async def listen(self, id: Any, filt: dict[str, Any], *, acked: bool = True) -> Listener:
-        lst = Listener(id, filt)
-        resp = await self.http.send(self._post(self.request_msg(id, "subscriptions/listen", {"notifications": filt})), stream=True)
-        lst.resp = resp
-        lst.http_status = resp.status_code
-        if not resp.headers.get("content-type", "").startswith("text/event-stream"):
-            body = await resp.aread()
-            lst.result = json.loads(body)
-            check_wire(lst.result, "subscriptions/listen")
-            lst.ended.set()
-            return lst
-        assert resp.status_code == 200
-        lst.task = asyncio.ensure_future(self._read(lst))
-        self.open.append(lst)
-        if acked:
-            await asyncio.wait_for(lst.acked.wait(), TIMEOUT)
-        return lst
-
-    async def _read(self, lst: Listener) -> None:
-        try:
-            async for line in lst.resp.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                msg = json.loads(line[5:])
-                check_wire(msg, "subscriptions/listen")
-                if "method" in msg:
-                    assert msg["method"] != "notifications/cancelled", "no notifications/cancelled over HTTP"
-                    lst.take(msg)
-                else:
-                    assert lst.result is None, msg
-                    assert msg["id"] == lst.id and type(msg["id"]) is type(lst.id), msg
-                    lst.result = msg
-        except (httpx.HTTPError, asyncio.CancelledError):
-            pass
-        finally:
-            lst.ended.set()
-
-    async def cancel(self, lst: Listener) -> None:
-        """Close the SSE response: the HTTP cancellation signal."""
-        if lst.task is not None:
-            lst.task.cancel()
-            await asyncio.gather(lst.task, return_exceptions=True)
-        await lst.resp.aclose()
-
-    async def request(self, method: str, p: dict[str, Any] | None = None, *, id: Any = None,
-                      meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        msg = self.request_msg(next(self._ids) if id is None else id, method, p, meta)
-        r = await self.http.send(self._post(msg))
-        if r.headers.get("content-type", "").startswith("text/event-stream"):
-            events = [json.loads(x[5:]) for x in r.text.splitlines() if x.startswith("data:")]
-            reply = [e for e in events if "id" in e][-1]
-        else:
-            reply = r.json()
-        check_wire(reply, method)
-        return reply
-
-    async def close(self) -> None:
-        for lst in self.open:
-            if not lst.ended.is_set():
-                await self.cancel(lst)
-        await self.http.aclose()
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     with running_server(mcpkit_serve_argv(LISTEN_FILE)) as url:
@@ -367,7 +96,7 @@ def http_url() -> Iterator[str]:
 def side_factory(request: pytest.FixtureRequest) -> Callable[[], Awaitable[Side]]:
     """An async factory for a Side (HTTP: the module's server process; stdio: a new one)."""
     if request.param == "stdio":
-        return lambda: StdioSide().start()
+        return lambda: StdioSide(LISTEN_FILE).start()
     url = request.getfixturevalue("http_url")
     return lambda: HttpSide(url).start()
 
@@ -378,7 +107,7 @@ def run_side(side_factory: Callable[[], Awaitable[Side]], body: Callable[[Side],
         try:
             await body(side)
             # The server holds no subscription once the test's streams are over, and serves on.
-            await side.wait_bus(0)
+            await wait_bus(side, 0)
             await side.assert_alive()
         finally:
             await side.close()
@@ -392,13 +121,13 @@ def test_empty_filter_is_acknowledged_empty_and_the_stream_stays_open(side_facto
         lst = await side.listen(11, {})
         assert lst.ack is not None
         assert lst.ack["params"] == {"notifications": {}, "_meta": {SID: 11}}
-        assert await side.bus_size() == 1
+        assert await bus_size(side) == 1
         assert await side.tool("fire", {"rounds": 3}) == 15
         await asyncio.sleep(0.3)
         assert lst.notes == [] and lst.foreign == []
         assert lst.result is None and not lst.ended.is_set(), "the stream stays open until the client ends it"
         await side.cancel(lst)
-        await side.wait_bus(0)
+        await wait_bus(side, 0)
         await asyncio.sleep(0.1)
         assert lst.result is None, "nothing is sent for a stream the client cancelled"
         assert lst.server_cancelled is None
@@ -443,7 +172,7 @@ def test_a_filter_of_the_wrong_type_is_invalid_params(side_factory) -> None:
             assert lst.result is not None and lst.result["error"]["code"] == -32602, lst.result
             if side.kind == "http":
                 assert lst.http_status == 400
-        assert await side.bus_size() == 0
+        assert await bus_size(side) == 0
 
     run_side(side_factory, body)
 
@@ -549,7 +278,7 @@ def test_fanout_over_the_wire_with_ids_of_both_json_types(side_factory) -> None:
 
     async def body(side: Side) -> None:
         lsts = [await side.listen(i, f) for i, f in REAL_LISTENERS]
-        assert await side.bus_size() == len(lsts)
+        assert await bus_size(side) == len(lsts)
         assert await side.tool("fire", {"rounds": rounds}) == 100
         for lst in lsts:
             want = expected(lst.filt, rounds)
@@ -575,11 +304,11 @@ def test_a_listener_that_disconnects_is_released_and_the_others_keep_receiving(s
     async def body(side: Side) -> None:
         a = await side.listen(1, {"toolsListChanged": True})
         b = await side.listen(2, {"toolsListChanged": True, "promptsListChanged": True})
-        assert await side.bus_size() == 2
+        assert await bus_size(side) == 2
         await side.tool("fire", {"rounds": 1})
         await until(lambda: len(a.notes) == 1 and len(b.notes) == 2, "the first round")
         await side.cancel(a)  # mid-stream
-        await side.wait_bus(1)
+        await wait_bus(side, 1)
         await side.tool("fire", {"rounds": 4})
         await until(lambda: len(b.notes) == 10, "later notifications on the other stream")
         await asyncio.sleep(0.2)
@@ -598,10 +327,10 @@ def test_many_listeners_come_and_go_without_leaking_subscriptions(side_factory) 
     async def body(side: Side) -> None:
         for wave in range(3):
             lsts = [await side.listen(f"w{wave}-{i}", {"toolsListChanged": True}) for i in range(5)]
-            assert await side.bus_size() == 5
+            assert await bus_size(side) == 5
             for lst in lsts:
                 await side.cancel(lst)
-            await side.wait_bus(0)
+            await wait_bus(side, 0)
 
     run_side(side_factory, body)
 
@@ -612,14 +341,9 @@ def _marker() -> str:
     return path
 
 
-def _read(path: str) -> str:
-    with open(path) as f:
-        return f.read()
-
-
 def test_cancelling_mid_handler_stops_it_and_nothing_more_is_sent_stdio() -> None:
     async def go() -> None:
-        side = await StdioSide().start()
+        side = await StdioSide(LISTEN_FILE).start()
         marker = _marker()
         try:
             msg = side.request_msg(99, "tools/call", {"name": "slow", "arguments": {"marker": marker}},
@@ -627,7 +351,7 @@ def test_cancelling_mid_handler_stops_it_and_nothing_more_is_sent_stdio() -> Non
             await side.send(msg)
             await until(lambda: len(side.progress.get("tok-99", [])) >= 3, "progress from the handler")
             await side.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
-            await until(lambda: _read(marker) == "cancelled", "the handler to be cancelled")
+            await until(lambda: read_marker(marker) == "cancelled", "the handler to be cancelled")
             await side.sync()  # everything written before the cancellation has been read
             seen = len(side.progress["tok-99"])
             await asyncio.sleep(0.4)
@@ -662,9 +386,9 @@ def test_cancelling_mid_handler_by_disconnecting_http(http_url: str) -> None:
                     if progress == 3:
                         break
             await resp.aclose()  # the client goes away: cancellation
-            await until(lambda: _read(marker) == "cancelled", "the handler to be cancelled")
+            await until(lambda: read_marker(marker) == "cancelled", "the handler to be cancelled")
             await side.assert_alive()
-            assert await side.bus_size() == 0
+            assert await bus_size(side) == 0
         finally:
             await side.close()
             os.unlink(marker)
@@ -700,7 +424,7 @@ def test_server_closing_listeners_answers_each_with_its_subscription_id(side_fac
                          if m.get("id") == lst.id or (m.get("params") or {}).get("_meta", {}).get(SID) == lst.id]
                 assert after == [], after
             assert side.stray == []
-        await side.wait_bus(0)
+        await wait_bus(side, 0)
         # New subscriptions work after the close.
         c = await side.listen("again", {"toolsListChanged": True})
         await side.tool("fire", {"rounds": 1})
@@ -721,10 +445,8 @@ async def _fire_when_subscribed(client: Any, size: Callable[[], Awaitable[int]])
 def test_client_listen_ends_when_the_server_closes_the_stream(side_factory) -> None:
     """Through mcpkit.Client: listen() yields the stream's notifications and its iteration ends
     when the server closes the subscription gracefully."""
-    from mcpkit import Client
-
     async def body(side: Side) -> None:
-        target = ([sys.executable, "-m", "mcpkit", "serve", str(LISTEN_FILE)] if side.kind == "stdio"
+        target = (serve_argv(LISTEN_FILE) if side.kind == "stdio"
                   else side.url)  # type: ignore[attr-defined]
         kw = {"env": {"PYTHONPATH": str(ROOT)}, "cwd": str(ROOT)} if side.kind == "stdio" else {}
         async with Client(target, **kw) as client:
@@ -772,25 +494,10 @@ def test_client_listen_ends_when_the_server_closes_the_stream(side_factory) -> N
 def test_http_shutdown_ends_listen_streams_with_a_graceful_result() -> None:
     """SIGTERM to the HTTP server: each open stream gets its graceful result (with its
     subscription id) before the connection closes."""
+    srv = ServerProcess(mcpkit_serve_argv(LISTEN_FILE))
+    proc, url = srv.proc, srv.url
     try:
-        from tests._http_fixtures import free_port
-    except ImportError:
-        from _http_fixtures import free_port
-    import subprocess
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), str(LISTEN_FILE)],
-                            cwd=str(ROOT), env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                httpx.get(url, timeout=1.0)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None, "the server did not start"
-                time.sleep(0.05)
+        assert srv.wait_ready(), f"the server did not start:\n{srv.output()}"
 
         async def go() -> None:
             side = HttpSide(url)
@@ -809,14 +516,12 @@ def test_http_shutdown_ends_listen_streams_with_a_graceful_result() -> None:
         asyncio.run(asyncio.wait_for(go(), 30))
         proc.wait(10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        srv.stop()
 
 
 def test_stdio_eof_ends_listens_without_a_result_and_the_process_exits() -> None:
     async def go() -> None:
-        side = await StdioSide().start()
+        side = await StdioSide(LISTEN_FILE).start()
         lst = await side.listen(5, {"toolsListChanged": True})
         assert side.proc.stdin is not None
         side.proc.stdin.close()
@@ -832,8 +537,6 @@ def test_stdio_eof_ends_listens_without_a_result_and_the_process_exits() -> None
 def test_a_listener_that_falls_behind_is_closed_and_released_in_process() -> None:
     """Documents current behaviour: with a bounded bus, a listener whose client stops reading
     is closed (graceful result) and released; the other listeners are unaffected."""
-    from mcpkit.server._bus import InMemoryBus
-
     server = ls.build()
     server.bus = InMemoryBus(maxsize=5)
     gate = asyncio.Event()
@@ -877,8 +580,6 @@ def test_a_listener_that_falls_behind_is_closed_and_released_in_process() -> Non
 
 
 def test_client_listen_exposes_the_acknowledged_filter_in_process() -> None:
-    from mcpkit import Client
-
     async def go() -> Any:
         server = ls.tools_only()
         async with Client(server) as client:
@@ -910,7 +611,7 @@ def test_http_listen_without_sse_in_accept_is_refused_not_left_hanging(http_url:
         async def after() -> None:
             side = HttpSide(http_url)
             try:
-                await side.wait_bus(0)  # the abandoned request was released
+                await wait_bus(side, 0)  # the abandoned request was released
                 await side.assert_alive()
             finally:
                 await side.close()
@@ -921,12 +622,12 @@ def test_http_listen_without_sse_in_accept_is_refused_not_left_hanging(http_url:
 def test_stdio_cancellation_names_the_listen_by_id_and_json_type() -> None:
     """Listens 1 and "1" on one stdio connection: cancelling "1" ends that one only."""
     async def go() -> None:
-        side = await StdioSide().start()
+        side = await StdioSide(LISTEN_FILE).start()
         try:
             num = await side.listen(1, {"toolsListChanged": True})
             text = await side.listen("1", {"toolsListChanged": True})
             await side.cancel(text)
-            await side.wait_bus(1)
+            await wait_bus(side, 1)
             await side.tool("fire", {"rounds": 2})
             await until(lambda: len(num.notes) == 2, "the integer-id stream to keep receiving")
             await side.sync()
@@ -935,9 +636,9 @@ def test_stdio_cancellation_names_the_listen_by_id_and_json_type() -> None:
             for rid in ("2", 1.0, True, None, [1]):
                 await side.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
             await side.sync()
-            assert await side.bus_size() == 1
+            assert await bus_size(side) == 1
             await side.cancel(num)
-            await side.wait_bus(0)
+            await wait_bus(side, 0)
             await side.sync()
             assert num.result is None and side.stray == []
         finally:

@@ -23,49 +23,29 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import copy
-import importlib.util
-import itertools
 import json
-import sys
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-import httpx
 import msgspec
 import pytest
 
-from conftest import ROOT, SERVERS, VERSION, StdioPeer, check_result, subprocess_env
-
-try:
-    from tests._http_fixtures import headers_for, running_server
-except ImportError:  # tests/ itself on sys.path
-    from _http_fixtures import headers_for, running_server
-
+from mcpkit import Client, Context, KeyRing
+from mcpkit.protocol import codec
 from mcpkit.protocol import types as t
+from tests.helpers.messages import META_CAPS, META_CLIENT, META_VERSION, VERSION, check_result
+from tests.helpers.paths import MRTR_SERVER, ROOT
+from tests.helpers.wire import Wire
+from tests.helpers.wire import open_wire as _open_wire
+from tests.servers import mrtr_server as srv
 
-MRTR_FILE = SERVERS / "mrtr_server.py"
 INVALID_STATE = {"code": -32602, "message": "Invalid or expired requestState"}
 MRTR_METHODS = {"tools/call", "prompts/get", "resources/read"}
 ALL_CAPS = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 ADA = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
 GREET_HI = {"name": "greet", "arguments": {"greeting": "Hi"}}
-
-
-def _load_server_module() -> Any:
-    spec = importlib.util.spec_from_file_location("_mrtr_server_for_tests", MRTR_FILE)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-srv = _load_server_module()
-
-
-def served(factory: str | None) -> str:
-    return f"{MRTR_FILE}:{factory}" if factory else str(MRTR_FILE)
 
 
 # ====================================================================== wires
@@ -82,107 +62,22 @@ def check_any_result(method: str, result: dict[str, Any]) -> None:
 
 def _meta(caps: dict[str, Any] | None) -> dict[str, Any]:
     return {
-        "io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": ALL_CAPS if caps is None else caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "test_mrtr", "version": "0"},
+        META_VERSION: VERSION,
+        META_CAPS: ALL_CAPS if caps is None else caps,
+        META_CLIENT: {"name": "test_mrtr", "version": "0"},
     }
 
 
-class Wire:
-    """One real server process, spoken to in raw JSON-RPC. ``call`` returns (HTTP status or
-    None on stdio, the response message)."""
-
-    kind = ""
-    _ids = itertools.count(1)
-    #: The notifications that came with the latest response (progress, on its own stream).
-    notes: list[dict[str, Any]] = []
-
-    def message(self, method: str, p: dict[str, Any] | None, caps: dict[str, Any] | None,
-                id: Any = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        params = {"_meta": {**_meta(caps), **(meta or {})}, **(p or {})}
-        return {"jsonrpc": "2.0", "id": id if id is not None else next(self._ids), "method": method, "params": params}
-
-    def call(self, method: str, p: dict[str, Any] | None = None, *, caps: dict[str, Any] | None = None,
-             id: Any = None, meta: dict[str, Any] | None = None) -> tuple[int | None, dict[str, Any]]:
-        msg = self.message(method, p, caps, id, meta)
-        status, reply = self.exchange(msg)
-        assert reply.get("id") == msg["id"] and type(reply.get("id")) is type(msg["id"]), reply
-        if "result" in reply:
-            check_any_result(method, reply["result"])
-        return status, reply
-
-    def exchange(self, msg: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        raise NotImplementedError
-
-    def assert_alive(self) -> None:
-        status, reply = self.call("tools/list")
-        assert status in (None, 200), reply
-        assert any(tool["name"] == "greet" for tool in reply["result"]["tools"]), reply
-
-    def client_target(self) -> Any:
-        raise NotImplementedError
+def open_wire(kind: str, factory: str | None = "keyed") -> Any:
+    """The MRTR server (``factory`` of it) over stdio or HTTP; calls declare ALL_CAPS by default."""
+    spec = f"{MRTR_SERVER}:{factory}" if factory else MRTR_SERVER
+    return _open_wire(kind, spec, client="test_mrtr", caps=ALL_CAPS, check=check_any_result)
 
 
-class StdioWire(Wire):
-    kind = "stdio"
-
-    def __init__(self, factory: str | None) -> None:
-        self.argv = [sys.executable, "-m", "mcpkit", "serve", served(factory)]
-        self.peer = StdioPeer(self.argv, subprocess_env())
-
-    def exchange(self, msg: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        self.peer.send(msg)
-        # The shared checker knows only complete results; input_required is checked here.
-        self.peer.methods.pop((type(msg["id"]), msg["id"]), None)
-        self.notes = []
-        while True:
-            reply = self.peer.recv(10.0)
-            if "result" in reply or "error" in reply:
-                return None, reply
-            self.notes.append(reply)
-
-    def client_target(self) -> Any:
-        return self.argv
-
-    def close(self) -> None:
-        self.peer.close()
-
-
-class HttpWire(Wire):
-    kind = "http"
-
-    def __init__(self, http: httpx.Client, url: str) -> None:
-        self.http = http
-        self.url = url
-
-    def exchange(self, msg: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        r = self.http.post(self.url, content=json.dumps(msg).encode(), headers=headers_for(msg))
-        if r.headers.get("content-type", "").startswith("text/event-stream"):
-            events = [json.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:")]
-            responses = [e for e in events if "id" in e]
-            assert len(responses) == 1 and events[-1] is responses[0], events
-            self.notes = events[:-1]
-            return r.status_code, responses[0]
-        assert r.headers.get("content-type", "").startswith("application/json"), r.headers
-        self.notes = []
-        return r.status_code, r.json()
-
-    def client_target(self) -> Any:
-        return self.url
-
-
-@contextlib.contextmanager
-def open_wire(kind: str, factory: str | None = "keyed") -> Iterator[Wire]:
-    if kind == "stdio":
-        w = StdioWire(factory)
-        try:
-            yield w
-        finally:
-            w.close()
-    else:
-        argv = lambda port: [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), served(factory)]  # noqa: E731
-        with running_server(argv) as url, httpx.Client(timeout=10.0) as http:
-            yield HttpWire(http, url)
+def assert_alive(wire: Wire) -> None:
+    status, reply = wire.call("tools/list")
+    assert status in (None, 200), reply
+    assert any(tool["name"] == "greet" for tool in reply["result"]["tools"]), reply
 
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
@@ -224,7 +119,7 @@ def craft(*, key: str, ttl: float = 60.0, method: str = "tools/call", name: str 
           arguments: Any = GREET_HI["arguments"], asked: list[str] | None = None,
           answers: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> str:
     """Seal a requestState ourselves, exactly as a server holding ``key`` would."""
-    from mcpkit.server._state import KeyRing, StateSealer, digest_arguments
+    from mcpkit.server._state import StateSealer, digest_arguments  # private: no public sealer
 
     sealer = StateSealer(KeyRing([key]), ttl)
     return sealer.seal(method=method, name=name, digest=digest_arguments(arguments), principal=None,
@@ -233,8 +128,6 @@ def craft(*, key: str, ttl: float = 60.0, method: str = "tools/call", name: str 
 
 def mint_in_process(server: Any) -> str:
     """A requestState minted for tools/call greet {greeting: Hi} by an in-process server."""
-    from mcpkit.protocol import codec
-
     msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": _meta(None), **GREET_HI}}
     reply = asyncio.run(server.handle(codec.decode(json.dumps(msg).encode())))
     result = json.loads(reply.body)["result"]
@@ -289,7 +182,7 @@ def test_tampered_or_truncated_request_state_is_rejected(wire: Wire, how: str) -
     assert bad != tok
     status, reply = wire.call("tools/call", {**GREET_HI, "requestState": bad, "inputResponses": ADA})
     assert_invalid_state(wire, status, reply)
-    wire.assert_alive()
+    assert_alive(wire)
     # ...and the genuine state still completes afterwards.
     status, reply = wire.call("tools/call", {**GREET_HI, "requestState": tok, "inputResponses": ADA})
     assert text_of(reply) == "Hi, Ada!"
@@ -310,14 +203,14 @@ def test_state_minted_by_a_server_with_other_keys_is_rejected(wire: Wire) -> Non
     # Crafted with the right binding and expiry, under a key the server never held:
     status, reply = wire.call("tools/call", {**GREET_HI, "requestState": craft(key="some-other-key"), "inputResponses": ADA})
     assert_invalid_state(wire, status, reply)
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 def test_expired_state_crafted_with_the_servers_key_is_rejected(wire: Wire) -> None:
     tok = craft(key=srv.KEY_A, ttl=-1.0)
     status, reply = wire.call("tools/call", {**GREET_HI, "requestState": tok, "inputResponses": ADA})
     assert_invalid_state(wire, status, reply)
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 @pytest.mark.parametrize("kind", ["stdio", "http"])
@@ -332,7 +225,7 @@ def test_state_expires_after_state_ttl(kind: str) -> None:
         time.sleep(srv.SHORT_TTL + 0.25)
         status, reply = w.call("tools/call", {**GREET_HI, "requestState": stale, "inputResponses": ADA})
         assert_invalid_state(w, status, reply)
-        w.assert_alive()
+        assert_alive(w)
         # A new first round still works after the rejection.
         again = mint(w)["requestState"]
         status, reply = w.call("tools/call", {**GREET_HI, "requestState": again, "inputResponses": ADA})
@@ -358,7 +251,7 @@ def test_state_presented_on_another_request_is_rejected(wire: Wire, case: str) -
     method, p = OTHER_CALLS[case]
     status, reply = wire.call(method, {**p, "requestState": tok, "inputResponses": ADA})
     assert_invalid_state(wire, status, reply)
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 def test_state_of_a_prompt_or_resource_is_not_accepted_by_a_tool(wire: Wire) -> None:
@@ -371,7 +264,7 @@ def test_state_of_a_prompt_or_resource_is_not_accepted_by_a_tool(wire: Wire) -> 
         answer = {"user_name": ADA["user_name"], "nick": ADA["user_name"]}
         status, reply = wire.call(method, {**p, "requestState": tok, "inputResponses": answer})
         assert "Ada" in text_of(reply)
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 def test_argument_order_does_not_change_the_binding(wire: Wire) -> None:
@@ -403,7 +296,7 @@ def test_answers_for_questions_never_asked_are_ignored(wire: Wire) -> None:
     status, reply = wire.call("tools/call", {"name": "two_step", "requestState": second["requestState"],
                                              "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}}})
     assert text_of(reply) == "Ada:accept"  # user_name was carried in the sealed state
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 def test_answers_on_a_first_request_without_state(wire: Wire) -> None:
@@ -458,7 +351,7 @@ def test_wrong_shaped_answers_are_invalid_params_never_a_completion(wire: Wire, 
     assert reply["error"]["code"] == -32602, reply
     if wire.kind == "http":
         assert status == http_status, reply
-    wire.assert_alive()
+    assert_alive(wire)
     # The same state with a good answer still completes.
     status, reply = wire.call("tools/call", {**GREET_HI, "requestState": tok, "inputResponses": ADA})
     assert text_of(reply) == "Hi, Ada!"
@@ -471,7 +364,7 @@ def test_non_string_request_state_is_invalid_params(wire: Wire, value: Any) -> N
     assert reply["error"]["code"] == -32602, reply
     if wire.kind == "http":
         assert status == 400, reply  # fails params decoding, before dispatch
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 def test_accepted_content_that_violates_the_requested_schema_is_not_a_completion(wire: Wire) -> None:
@@ -504,19 +397,16 @@ def test_completion_handler_cannot_produce_input_required(wire: Wire) -> None:
     assert "result" not in reply, reply
     assert reply["error"]["code"] == -32603, reply
     assert "sneaky" not in json.dumps(reply)
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 @pytest.mark.parametrize("method", ["completion/complete", "tools/list", "server/discover", "subscriptions/listen"])
 def test_context_of_a_non_mrtr_method_cannot_ask(method: str) -> None:
     """In-process: a Context made for any other method refuses to ask (RuntimeError), before
     anything could reach the wire."""
-    from mcpkit.protocol.types import RequestMeta
-    from mcpkit.server import Context
-
     server = srv.keyed()
     meta = _meta(None)
-    ctx = Context(server, 1, method, meta, msgspec.convert(meta, RequestMeta))
+    ctx = Context(server, 1, method, meta, msgspec.convert(meta, t.RequestMeta))
     for coro in (ctx.elicit("name?"), ctx.sample("hi", max_tokens=5), ctx.list_roots(),
                  ctx.elicit_url("go", "https://example.com")):
         with pytest.raises(RuntimeError, match="cannot ask"):
@@ -548,7 +438,7 @@ def test_missing_client_capability_is_32021(wire: Wire, case: str) -> None:
     assert err["data"] == {"requiredCapabilities": required}, err
     if wire.kind == "http":
         assert status == 400, reply
-    wire.assert_alive()
+    assert_alive(wire)
 
 
 def test_declared_capability_gets_input_required_instead(wire: Wire) -> None:
@@ -561,8 +451,6 @@ def test_declared_capability_gets_input_required_instead(wire: Wire) -> None:
 
 # ====================================================================== happy paths through mcpkit.Client
 def _client(wire: Wire, **handlers: Any) -> Any:
-    from mcpkit import Client
-
     target = wire.client_target()
     if wire.kind == "stdio":
         return Client(target, env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT), **handlers)
@@ -684,8 +572,6 @@ def test_input_required_after_progress_and_the_retry(wire: Wire) -> None:
 def test_state_is_bound_to_the_principal_in_process() -> None:
     """A transport that knows the authenticated caller passes it as ``principal``: state minted
     for one principal is rejected for another (and for none), accepted for the same."""
-    from mcpkit.protocol import codec
-
     server = srv.keyed()
 
     async def call(id: int, principal: str | None, extra: dict[str, Any]) -> dict[str, Any]:

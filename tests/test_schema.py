@@ -11,10 +11,11 @@ from typing import Annotated, Any, Literal, Optional, TypedDict
 import msgspec
 import pytest
 
-from conftest import META, run
 from mcpkit import Context, Server, ToolError
 from mcpkit.protocol import codec
 from mcpkit.protocol import types as t
+from tests.helpers.aio import run
+from tests.helpers.messages import META
 
 
 # ---------------------------------------------------------------- helpers
@@ -259,7 +260,7 @@ def test_context_parameter_is_not_in_the_schema():
 
 
 def test_untyped_parameter_accepts_anything():
-    def f(a) -> str:  # noqa: ANN001
+    def f(a) -> str:
         return repr(a)
 
     assert tool_of(f)["inputSchema"]["required"] == ["a"]
@@ -402,7 +403,7 @@ def test_unstructured_returns_have_no_output_schema(ret):
 
 
 def test_no_return_annotation_has_no_output_schema():
-    def f():  # noqa: ANN202
+    def f():
         return {"a": 1}
 
     assert "outputSchema" not in tool_of(f)
@@ -433,7 +434,7 @@ def test_structured_output_switch():
     ({"type": "text", "text": "dict block"}, [{"type": "text", "text": "dict block"}]),
 ])
 def test_unannotated_return_values_become_content(value, content):
-    def f():  # noqa: ANN202
+    def f():
         return value
 
     result = call(f, {})

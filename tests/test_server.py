@@ -12,10 +12,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from conftest import META, SERVER_INFO, VERSION, check_wire, run
 from mcpkit import Context, Server, assistant, user
 from mcpkit.protocol import codec
 from mcpkit.protocol import types as t
+from tests.helpers.aio import run
+from tests.helpers.messages import META, SERVER_INFO, VERSION, check_wire
 
 
 def ask(server: Server, method: str, _meta: dict | None = None, _notes: list | None = None, **params: Any) -> dict:
@@ -187,7 +188,7 @@ def test_per_registration_cache_hints():
     def templ(id: str) -> str:
         return id
 
-    read = lambda uri: result(s, "resources/read", uri=uri)  # noqa: E731
+    read = lambda uri: result(s, "resources/read", uri=uri)
     assert (read("mem://fresh")["ttlMs"], read("mem://fresh")["cacheScope"]) == (1000, "public")
     assert (read("mem://secret")["ttlMs"], read("mem://secret")["cacheScope"]) == (60_000, "private")
     assert read("mem://other")["ttlMs"] == 5

@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
-import sys
-import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from conftest import ROOT, SERVERS, VERSION, check_result
+from tests.helpers.messages import META_CAPS, META_VERSION, VERSION, check_result, headers_for
+from tests.helpers.paths import MRTR_SERVER, subprocess_env
+from tests.helpers.servers import ServerProcess, mcpkit_serve_argv
 
-try:
-    from tests._http_fixtures import free_port, headers_for
-except ImportError:  # tests/ itself on sys.path
-    from _http_fixtures import free_port, headers_for
-
-MRTR_FILE = SERVERS / "mrtr_server.py"
+MRTR_FILE = MRTR_SERVER
 INVALID_STATE = {"code": -32602, "message": "Invalid or expired requestState"}
 ADA = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
 GREET_HI = {"name": "greet", "arguments": {"greeting": "Hi"}}
@@ -49,8 +43,7 @@ PROCESSES = {
 
 
 def _env(keys: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env = subprocess_env()
     env.pop("MCPKIT_STATE_KEYS", None)
     if keys is not None:
         env["MCPKIT_STATE_KEYS"] = keys
@@ -59,38 +52,18 @@ def _env(keys: str | None) -> dict[str, str]:
 
 @contextlib.contextmanager
 def serve_all(specs: dict[str, tuple[str, str | None]], timeout: float = 20.0) -> Iterator[dict[str, str]]:
-    """Start every process at once, yield name -> URL once all answer."""
-    procs: dict[str, tuple[subprocess.Popen, str]] = {}
+    """Start every process at once (``python -m mcpkit serve --http``), yield name -> URL once all answer."""
+    procs: dict[str, ServerProcess] = {}
     try:
         for name, (spec, keys) in specs.items():
-            port = free_port()
-            argv = [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), spec]
-            proc = subprocess.Popen(argv, cwd=str(ROOT), env=_env(keys), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            procs[name] = (proc, f"http://127.0.0.1:{port}/mcp")
-        deadline = time.monotonic() + timeout
-        for name, (proc, url) in procs.items():
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"server {name} exited: {proc.stderr.read().decode(errors='replace')}")  # type: ignore[union-attr]
-                try:
-                    httpx.get(url, timeout=1.0)
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"server {name} did not start") from None
-                    time.sleep(0.05)
-        yield {name: url for name, (_, url) in procs.items()}
+            procs[name] = ServerProcess(mcpkit_serve_argv(spec), env=_env(keys))
+        for name, srv in procs.items():
+            if not srv.wait_ready(timeout):
+                raise RuntimeError(f"server {name} did not start:\n{srv.output()}")
+        yield {name: srv.url for name, srv in procs.items()}
     finally:
-        for proc, _ in procs.values():
-            proc.terminate()
-        for proc, _ in procs.values():
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stderr is not None:
-                proc.stderr.close()
+        for srv in procs.values():
+            srv.stop()
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +77,7 @@ _ids = iter(range(1, 1_000_000))
 
 def call(url: str, method: str, p: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     msg = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": {
-        "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION,
-                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+        "_meta": {META_VERSION: VERSION, META_CAPS: {"elicitation": {}}},
         **p}}
     r = httpx.post(url, content=json.dumps(msg).encode(), headers=headers_for(msg), timeout=10.0)
     reply = r.json()

@@ -2,23 +2,20 @@
 
 The must-have table: each malformed input gets exactly the right answer, and the next
 valid request is still answered. Every line the server writes is checked against the
-2026-07-28 wire types by the ``StdioPeer`` helper (see conftest.py).
+2026-07-28 wire types by the ``StdioPeer`` helper (tests/helpers/wire.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import META, TEST_SERVER, VERSION, line, params, request
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.messages import META, VERSION, line, params, request
+from tests.helpers.paths import TEST_SERVER, subprocess_env
 
 
 # ====================================================================== the must-have table
@@ -285,11 +282,10 @@ def test_initialize_on_a_modern_only_server_names_supported_versions(tmp_path):
     src.write_text("from mcpkit import Server\nserver = Server('m', '1', legacy=False)\n"
                    "@server.tool()\ndef echo(text: str) -> str:\n    return text\n"
                    "if __name__ == '__main__':\n    server.run()\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     line = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}})
     out = subprocess.run([sys.executable, str(src)], input=line + "\n", capture_output=True, text=True,
-                         timeout=20, env=env).stdout
+                         timeout=20, env=subprocess_env()).stdout
     err = json.loads(out.splitlines()[0])["error"]
     assert err["code"] == -32022
     assert VERSION in err["message"]

@@ -20,25 +20,19 @@ What the server does, as documented in mcpkit/server/_tasks.py:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
-import json
 import re
-import sys
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-import httpx
 import pytest
 
-from conftest import SERVERS, VERSION, StdioPeer, subprocess_env
+from mcpkit import Server
+from mcpkit.server import InMemoryTaskStore, TaskRecord, TaskStore
+from tests.helpers.paths import TASKS_SERVER, serve_argv
+from tests.helpers.wire import StdioPeer, StdioWire, Wire
+from tests.helpers.wire import open_wire as _open_wire
 
-try:
-    from tests._http_fixtures import headers_for, running_server
-except ImportError:  # tests/ itself on sys.path
-    from _http_fixtures import headers_for, running_server
-
-TASKS_FILE = SERVERS / "tasks_server.py"
 EXT = "io.modelcontextprotocol/tasks"
 DECLARING = {"extensions": {EXT: {}}, "elicitation": {}}
 NON_DECLARING = {"elicitation": {}}
@@ -49,98 +43,11 @@ ACK_KEYS = {"resultType", "_meta"}
 
 
 # ====================================================================== wires
-class Wire:
-    """One real server process, spoken to in raw JSON-RPC. ``call`` returns (HTTP status or
-    None on stdio, the response message)."""
-
-    kind = ""
-    _ids = itertools.count(1)
-
-    def message(self, method: str, p: dict[str, Any] | None, caps: dict[str, Any]) -> dict[str, Any]:
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": caps,
-            "io.modelcontextprotocol/clientInfo": {"name": "test_tasks", "version": "0"},
-        }
-        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": {"_meta": meta, **(p or {})}}
-
-    def call(self, method: str, p: dict[str, Any] | None = None, *, caps: dict[str, Any] = DECLARING,
-             headers: dict[str, Any] | None = None) -> tuple[int | None, dict[str, Any]]:
-        msg = self.message(method, p, caps)
-        status, reply = self.exchange(msg, headers or {})
-        assert reply.get("id") == msg["id"], reply
-        return status, reply
-
-    def result(self, method: str, p: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-        status, reply = self.call(method, p, **kw)
-        assert status in (None, 200) and "result" in reply, (status, reply)
-        return reply["result"]
-
-    def error(self, method: str, p: dict[str, Any] | None = None, **kw: Any) -> tuple[int | None, dict[str, Any]]:
-        status, reply = self.call(method, p, **kw)
-        assert "error" in reply, reply
-        return status, reply["error"]
-
-    def exchange(self, msg: dict[str, Any], headers: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        raise NotImplementedError
-
-
-class StdioWire(Wire):
-    kind = "stdio"
-
-    def __init__(self, factory: str | None) -> None:
-        target = f"{TASKS_FILE}:{factory}" if factory else str(TASKS_FILE)
-        self.peer = StdioPeer([sys.executable, "-m", "mcpkit", "serve", target], subprocess_env())
-
-    def exchange(self, msg: dict[str, Any], headers: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        self.peer.send(msg)
-        # Task results are not the method's complete result: checked here, not by the peer.
-        self.peer.methods.pop((type(msg["id"]), msg["id"]), None)
-        while True:
-            reply = self.peer.recv(10.0)
-            if "result" in reply or "error" in reply:
-                return None, reply
-
-    def close(self) -> None:
-        self.peer.close()
-
-
-class HttpWire(Wire):
-    kind = "http"
-
-    def __init__(self, http: httpx.Client, url: str) -> None:
-        self.http = http
-        self.url = url
-
-    def exchange(self, msg: dict[str, Any], headers: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        h = headers_for(msg)
-        if msg["method"].startswith("tasks/") and "taskId" in msg["params"]:
-            h["Mcp-Name"] = msg["params"]["taskId"]  # SEP-2663 routing header
-        for k, v in headers.items():
-            for existing in [e for e in h if e.lower() == k.lower()]:
-                del h[existing]
-            if v is not None:
-                h[k] = v
-        r = self.http.post(self.url, content=json.dumps(msg).encode(), headers=h)
-        if r.headers.get("content-type", "").startswith("text/event-stream"):
-            events = [json.loads(line[5:]) for line in r.text.splitlines() if line.startswith("data:")]
-            return r.status_code, [e for e in events if "id" in e][-1]
-        return r.status_code, r.json()
-
-
-@contextlib.contextmanager
-def open_wire(kind: str, factory: str | None = None) -> Iterator[Wire]:
-    if kind == "stdio":
-        w = StdioWire(factory)
-        try:
-            yield w
-        finally:
-            w.close()
-    else:
-        target = f"{TASKS_FILE}:{factory}" if factory else str(TASKS_FILE)
-        argv = lambda port: [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), target]  # noqa: E731
-        with running_server(argv) as url, httpx.Client(timeout=10.0) as http:
-            yield HttpWire(http, url)
+def open_wire(kind: str, factory: str | None = None) -> Any:
+    """The tasks server (``factory`` of it) over stdio or HTTP; calls declare the extension by
+    default. Task results are not their method's complete result: they are checked by the tests."""
+    spec = f"{TASKS_SERVER}:{factory}" if factory else TASKS_SERVER
+    return _open_wire(kind, spec, client="test_tasks", caps=DECLARING)
 
 
 @pytest.fixture(scope="module", params=["stdio", "http"])
@@ -471,7 +378,7 @@ def test_server_without_tasks_is_unchanged(kind: str) -> None:
 
 def test_legacy_session_gets_no_task() -> None:
     """2025-11-25 (initialize) sessions: the extension does not apply."""
-    peer = StdioPeer([sys.executable, "-m", "mcpkit", "serve", str(TASKS_FILE)], subprocess_env())
+    peer = StdioPeer(serve_argv(TASKS_SERVER))
     try:
         init = peer.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "clientInfo": {"name": "legacy", "version": "0"},
@@ -495,8 +402,6 @@ def test_legacy_session_gets_no_task() -> None:
 
 # ====================================================================== in-process API
 def test_api_validation() -> None:
-    from mcpkit import Server
-
     plain = Server("p")
     with pytest.raises(ValueError, match="enable it first"):
         plain.tool(task="optional")(lambda: "x")
@@ -515,9 +420,6 @@ def test_api_validation() -> None:
 
 
 def test_custom_store_and_purge_in_process() -> None:
-    from mcpkit.server import InMemoryTaskStore, TaskRecord, TaskStore
-    from mcpkit import Server
-
     class CountingStore(InMemoryTaskStore):
         creates = 0
 

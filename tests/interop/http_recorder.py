@@ -23,7 +23,8 @@ import itertools
 import json
 import sys
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 class RecordingApp:

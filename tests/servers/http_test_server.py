@@ -12,6 +12,7 @@ from typing import Annotated
 
 from mcpkit import Context, Header, Server, ToolError
 from mcpkit.protocol import errors
+from tests.helpers.markers import recorded
 
 server = Server("http-test-server", "1.2.3", title="HTTP test server", instructions="For tests only.")
 
@@ -53,18 +54,12 @@ async def progress_steps(ctx: Context, steps: int = 3) -> str:
 async def sleepy(ctx: Context, marker: str, seconds: float = 30.0) -> str:
     """Write 'started' to `marker` (and report progress if asked), sleep; on cancellation
     write 'cancelled'."""
-    with open(marker, "w") as f:
-        f.write("started")
-    await ctx.report_progress(0, None, "sleeping")
-    try:
+    async def sleep() -> str:
+        await ctx.report_progress(0, None, "sleeping")
         await asyncio.sleep(seconds)
-    except asyncio.CancelledError:
-        with open(marker, "w") as f:
-            f.write("cancelled")
-        raise
-    with open(marker, "w") as f:
-        f.write("completed")
-    return "woke up"
+        return "woke up"
+
+    return await recorded(marker, sleep())
 
 
 @server.tool()

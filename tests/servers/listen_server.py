@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from mcpkit import Context, Server
+from tests.helpers.markers import recorded
 
 #: One round of ``fire``: (kind, uri prefix); ``resource_updated`` URIs get ``/<round>``.
 CYCLE = [
@@ -64,19 +65,13 @@ def _bus_tools(server: Server) -> None:
     @server.tool()
     async def slow(ctx: Context, marker: str, ticks: int = 500) -> str:
         """Report progress every 10 ms; write started/cancelled/completed to ``marker``."""
-        with open(marker, "w") as f:
-            f.write("started")
-        try:
+        async def tick() -> str:
             for i in range(ticks):
                 await ctx.report_progress(i, ticks, f"tick {i}")
                 await asyncio.sleep(0.01)
-        except asyncio.CancelledError:
-            with open(marker, "w") as f:
-                f.write("cancelled")
-            raise
-        with open(marker, "w") as f:
-            f.write("completed")
-        return "done"
+            return "done"
+
+        return await recorded(marker, tick())
 
 
 def build() -> Server:

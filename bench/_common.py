@@ -1,0 +1,338 @@
+"""What every part of the bench shares: paths and constants, the two sides under test, core
+pinning, process and statistics helpers, the results table, and setup (the official SDK's
+venv, the machine description)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+SERVERS = BENCH / "servers"
+WRK_LUA = BENCH / "wrk" / "mcp.lua"
+OFFICIAL_VENV = BENCH / ".venv-official"
+OFFICIAL_SPEC = "mcp==2.3.0"
+OFFICIAL_VERSION = "2.3.0"
+
+PROTOCOL_VERSION = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+ECHO_TEXT = "bench-echo-payload"
+MIB = 1024 * 1024
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MARKER = "@@bench-import-marker@@"
+
+SIDES = ("mcpkit", "official")
+
+
+def discover_line(req_id: int = 1) -> bytes:
+    msg = {"jsonrpc": "2.0", "id": req_id, "method": "server/discover", "params": {"_meta": META}}
+    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+
+
+def echo_line(req_id: int, text: str = ECHO_TEXT) -> bytes:
+    msg = {
+        "jsonrpc": "2.0",
+        "id": req_id,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": text}, "_meta": META},
+    }
+    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+
+
+# --------------------------------------------------------------------------- sides
+
+
+class Side:
+    """One library under test: its interpreter, environment and server script."""
+
+    def __init__(self, name: str, python: str, env: dict[str, str], imports: tuple[str, str], build_code: str):
+        self.name = name
+        self.python = python
+        self.env = env
+        # (package import, server-entry import) for -X importtime
+        self.imports = imports
+        self.build_code = build_code
+        self.script = str(SERVERS / f"echo_{name}.py")
+
+    def server_argv(self, *args: str) -> list[str]:
+        return [self.python, self.script, *args]
+
+
+def make_sides(official_python: str) -> dict[str, Side]:
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    mk_env = dict(base)
+    # mcpkit runs from the repo checkout: make it importable without installing.
+    mk_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    mcpkit = Side(
+        "mcpkit",
+        sys.executable,
+        mk_env,
+        ("import mcpkit", "from mcpkit import Server"),
+        "from mcpkit import Server\n"
+        "server = Server('echo', '1.0.0')\n"
+        "@server.tool()\n"
+        "async def echo(text: str) -> str:\n"
+        "    '''Echo the text back.'''\n"
+        "    return text\n",
+    )
+    official = Side(
+        "official",
+        official_python,
+        dict(base),
+        ("import mcp", "from mcp.server.mcpserver import MCPServer"),
+        "from mcp.server.mcpserver import MCPServer\n"
+        "server = MCPServer('echo', version='1.0.0', log_level='WARNING')\n"
+        "@server.tool()\n"
+        "async def echo(text: str) -> str:\n"
+        "    '''Echo the text back.'''\n"
+        "    return text\n",
+    )
+    return {"mcpkit": mcpkit, "official": official}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class Pinning:
+    """Client (this process, wrk) on one core, servers on another, when possible."""
+
+    def __init__(self, enabled: bool):
+        cores = sorted(os.sched_getaffinity(0))
+        self.enabled = enabled and len(cores) >= 2
+        self.client_core = cores[0]
+        self.server_core = cores[1] if len(cores) >= 2 else cores[0]
+
+    def pin_self(self) -> None:
+        if self.enabled:
+            os.sched_setaffinity(0, {self.client_core})
+
+    @contextlib.contextmanager
+    def on_server_core(self):
+        """Spawn children on the server core: they inherit this process's affinity.
+
+        (Cheaper than a preexec_fn, which forces fork() instead of vfork().)
+        """
+        if self.enabled:
+            os.sched_setaffinity(0, {self.server_core})
+        try:
+            yield
+        finally:
+            if self.enabled:
+                os.sched_setaffinity(0, {self.client_core})
+
+    def taskset(self, role: str) -> list[str]:
+        if not self.enabled or not shutil.which("taskset"):
+            return []
+        core = self.client_core if role == "client" else self.server_core
+        return ["taskset", "-c", str(core)]
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """VmRSS / VmHWM in bytes from /proc/PID/status."""
+    out: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    key, val = line.split(":", 1)
+                    out[key] = int(val.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def proc_cpu_ticks(pid: int) -> int | None:
+    """utime + stime (clock ticks) from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(")") + 2 :].split()
+    # fields[0] is field 3 (state); utime/stime are fields 14/15.
+    return int(fields[11]) + int(fields[12])
+
+
+def wait_exit(proc: subprocess.Popen, timeout: float) -> float | None:
+    """Seconds until `proc` exits (precise via pidfd); kills it and returns None on timeout."""
+    t0 = time.perf_counter()
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        fd = None
+    try:
+        if fd is not None:
+            r, _, _ = select.select([fd], [], [], timeout)
+            elapsed = time.perf_counter() - t0
+            if r:
+                proc.wait()
+                return elapsed
+        else:
+            deadline = t0 + timeout
+            while time.perf_counter() < deadline:
+                if proc.poll() is not None:
+                    return time.perf_counter() - t0
+                time.sleep(0.0002)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    kill(proc)
+    return None
+
+
+def kill(proc: subprocess.Popen, grace: float = 0.0, sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(sig)
+        proc.wait(timeout=grace or 3)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def tail_file(f, n: int = 800) -> str:
+    try:
+        f.flush()
+        f.seek(0)
+        data = f.read().decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+    return data[-n:].strip()
+
+
+def pct(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def mib(b: float | None) -> float | None:
+    return None if b is None else b / MIB
+
+
+# --------------------------------------------------------------------------- results
+
+
+class Results:
+    def __init__(self, sides: list[str]):
+        self.active = list(sides)
+        self.rows: list[dict] = []
+        self.errors: list[str] = []
+        self.raw: dict[str, dict] = {}
+        self.notes: list[str] = []
+
+    def error(self, side: str, workload: str, msg: str) -> None:
+        text = f"[{workload}] {side}: {msg}"
+        self.errors.append(text)
+        print("  ERROR " + text.replace("\n", "\n        "), flush=True)
+
+    def row(self, workload: str, metric: str, unit: str, better: str, values: dict[str, float | None]) -> None:
+        self.rows.append({"workload": workload, "metric": metric, "unit": unit, "better": better, **{s: values.get(s) for s in SIDES}})
+
+    def get(self, workload: str, metric: str, side: str):
+        for r in self.rows:
+            if r["workload"] == workload and r["metric"] == metric:
+                return r.get(side)
+        return None
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def ensure_official_venv(no_install: bool) -> str:
+    py = OFFICIAL_VENV / "bin" / "python"
+
+    def version() -> str | None:
+        if not py.exists():
+            return None
+        r = subprocess.run(
+            [str(py), "-c", "import importlib.metadata as m; print(m.version('mcp'))"],
+            capture_output=True,
+            text=True,
+        )
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    if version() == OFFICIAL_VERSION:
+        return str(py)
+    if no_install:
+        raise SystemExit(f"{OFFICIAL_VENV.relative_to(REPO)} lacks {OFFICIAL_SPEC} and --no-install was given")
+    print(f"installing {OFFICIAL_SPEC} into {OFFICIAL_VENV.relative_to(REPO)} ...", flush=True)
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(OFFICIAL_VENV)], check=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "--disable-pip-version-check", "-q", OFFICIAL_SPEC],
+        check=True,
+    )
+    if version() != OFFICIAL_VERSION:
+        raise SystemExit(f"could not install {OFFICIAL_SPEC} into {OFFICIAL_VENV}")
+    return str(py)
+
+
+def machine_info(sides: dict[str, Side]) -> dict:
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info = {
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "official_sdk": OFFICIAL_SPEC,
+    }
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        if rev.returncode == 0:
+            info["mcpkit_commit"] = rev.stdout.strip()
+    except OSError:
+        pass
+    for name, side in sides.items():
+        r = subprocess.run([side.python, "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True)
+        info[f"python_{name}"] = r.stdout.strip()
+    if shutil.which("wrk"):
+        r = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
+        info["wrk"] = (r.stdout or r.stderr).splitlines()[0].split("Copyright")[0].strip() if (r.stdout or r.stderr) else "?"
+    return info

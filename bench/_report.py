@@ -1,0 +1,135 @@
+"""The report: the markdown table (values, ratio, advantage), the budget verdicts, the files
+under bench/results, and the README's results section."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from _common import BENCH, OFFICIAL_SPEC, Results
+
+
+def fmt(v, unit: str) -> str:
+    if v is None:
+        return "n/a"
+    if unit == "count":
+        return f"{int(v)}"
+    if unit == "req/s":
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def ratio_cells(row) -> tuple[str, str]:
+    a, b = row["mcpkit"], row["official"]
+    if a is None or b is None or row["unit"] == "count":
+        return "", ""
+    r = f"{a / b:.3g}" if b else "∞"
+    if row["better"] == "higher":
+        adv = a / b if b else None
+    else:
+        adv = b / a if a else None
+    return r, (f"{adv:.3g}×" if adv is not None else "")
+
+
+def budgets(res: Results, c16: int, c64: int) -> list[tuple[str, str, str]]:
+    http_c16, http_c64 = f"HTTP echo tools/call c={c16}", f"HTTP echo tools/call c={c64}"
+    out = []
+
+    def add(label, value, ok, shown):
+        out.append((label, shown if value is not None else "n/a", "n/a" if value is None else ("PASS" if ok else "MISS")))
+
+    v = res.get("import", "import + one-tool server, wall above bare python", "mcpkit")
+    add("import + one-tool server ≤ 50 ms wall above bare python", v, v is not None and v <= 50, f"{fmt(v, 'ms')} ms")
+    v = res.get("stdio cold", "spawn → server/discover response (median)", "mcpkit")
+    add("stdio cold discover ≤ 50 ms", v, v is not None and v <= 50, f"{fmt(v, 'ms')} ms")
+    a = res.get("stdio warm", next((r["metric"] for r in res.rows if r["workload"] == "stdio warm" and r["unit"] == "req/s"), ""), "mcpkit")
+    b = res.get("stdio warm", next((r["metric"] for r in res.rows if r["workload"] == "stdio warm" and r["unit"] == "req/s"), ""), "official")
+    v = a / b if a and b else None
+    add("stdio warm echo ≥ 5× official req/s", v, v is not None and v >= 5, f"{v:.2f}×" if v else "")
+    a, b = res.get(http_c16, "throughput", "mcpkit"), res.get(http_c16, "throughput", "official")
+    v = a / b if a and b else None
+    add(f"HTTP echo c={c16} ≥ 8× official req/s", v, v is not None and v >= 8, f"{v:.2f}×" if v else "")
+    v = res.get(http_c16, "server CPU per request", "mcpkit")
+    add(f"server CPU per HTTP call (echo, c={c16}) ≤ 100 µs", v, v is not None and v <= 100, f"{fmt(v, 'µs')} µs")
+    a, b = res.get(http_c64, "latency p99", "mcpkit"), res.get(http_c64, "latency p99", "official")
+    v = a / b if a and b else None
+    add(f"HTTP echo p99 at c={c64} ≤ 1/5 official", v, v is not None and v <= 0.2, f"{v:.3f}× official ({fmt(a, 'ms')} vs {fmt(b, 'ms')} ms)" if v else "")
+    v = res.get("RSS", "stdio server idle, after discover", "mcpkit")
+    add("RSS idle (stdio) ≤ 25 MiB", v, v is not None and v <= 25, f"{fmt(v, 'MiB')} MiB")
+    v = res.get("stdio cold", "exit after stdin EOF (median)", "mcpkit")
+    add("exit after stdin EOF ≤ 20 ms", v, v is not None and v <= 20, f"{fmt(v, 'ms')} ms")
+    return out
+
+
+def render(res: Results, info: dict, params: dict, budget_rows) -> str:
+    lines = [
+        f"## mcpkit vs official MCP Python SDK ({OFFICIAL_SPEC})",
+        "",
+        f"- date: {info['date']}" + (f"; mcpkit commit {info['mcpkit_commit']}" if info.get("mcpkit_commit") else ""),
+        f"- machine: {info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}",
+        f"- python: mcpkit {info.get('python_mcpkit', '?')}, official {info.get('python_official', '?')}"
+        + (f"; {info['wrk']}" if info.get("wrk") else ""),
+        "- parameters: " + ", ".join(f"{k}={v}" for k, v in params.items()),
+        "- ratio = mcpkit ÷ official; advantage = how many times better mcpkit is (>1 = mcpkit better)",
+        "",
+        "| workload | metric | unit | mcpkit | official | ratio | advantage |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in res.rows:
+        r, adv = ratio_cells(row)
+        lines.append(
+            f"| {row['workload']} | {row['metric']} | {row['unit']} | {fmt(row['mcpkit'], row['unit'])} | "
+            f"{fmt(row['official'], row['unit'])} | {r} | {adv} |"
+        )
+    lines += ["", "### Budgets (mcpkit)", "", "| budget | measured | verdict |", "| --- | --- | --- |"]
+    for label, shown, verdict in budget_rows:
+        lines.append(f"| {label} | {shown} | {verdict} |")
+    if res.notes or res.errors:
+        lines += ["", "### Notes", ""]
+        lines += [f"- {n}" for n in res.notes]
+        lines += [f"- ERROR {e.splitlines()[0]}" for e in res.errors]
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(table: str) -> None:
+    readme = BENCH / "README.md"
+    start, end = "<!-- results:start -->", "<!-- results:end -->"
+    text = readme.read_text()
+    if start not in text or end not in text:
+        print("README.md has no results markers; not updated")
+        return
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    table = re.sub(r"^(#+) ", r"#\1 ", table, flags=re.M)  # nest under "## Latest results"
+    readme.write_text(f"{head}{start}\n{table}{end}{tail}")
+    print("updated bench/README.md")
+
+
+def write_results(out_name: str, table: str, info: dict, params: dict, elapsed: float, res: Results,
+                  budget_rows: list[tuple[str, str, str]]) -> None:
+    """``bench/results/OUT.md`` (the table) and ``OUT.json`` (everything, raw samples included)."""
+    results_dir = BENCH / "results"
+    results_dir.mkdir(exist_ok=True)
+    (results_dir / f"{out_name}.md").write_text(table)
+    (results_dir / f"{out_name}.json").write_text(
+        json.dumps(
+            {
+                "machine": info,
+                "parameters": params,
+                "elapsed_s": round(elapsed, 1),
+                "rows": res.rows,
+                "budgets": [{"budget": b, "measured": m, "verdict": v} for b, m, v in budget_rows],
+                "notes": res.notes,
+                "errors": res.errors,
+                "raw": res.raw,
+            },
+            indent=1,
+            default=str,
+        )
+        + "\n"
+    )
+    print(f"wrote bench/results/{out_name}.md and .json")
