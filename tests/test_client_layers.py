@@ -31,11 +31,8 @@ from mcpkit.client._memory import MemoryTransport
 from mcpkit.client._stdio import StdioTransport
 from mcpkit.protocol import errors
 from mcpkit.protocol import types as t
-
-try:
-    from tests._http_fixtures import mcpkit_serve_argv, running_server
-except ImportError:  # tests/ itself on sys.path
-    from _http_fixtures import mcpkit_serve_argv, running_server
+from tests.helpers.paths import DEMO
+from tests.helpers.servers import mcpkit_serve_argv, running_server
 
 URL = "http://localhost/mcp"
 VERSION = "2026-07-28"
@@ -256,8 +253,6 @@ def test_bearer_token_goes_through_the_hook() -> None:
 
 def test_legacy_session_requests_all_carry_the_hook_headers() -> None:
     """initialize, notifications/initialized, the GET stream, requests and DELETE."""
-    from conftest import DEMO
-
     seen: list[tuple[str, str | None]] = []
 
     async def record(request: httpx.Request) -> None:
