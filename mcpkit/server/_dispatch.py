@@ -91,7 +91,7 @@ async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Reques
         try:
             result = await chains[method](ctx, params)
         except InputRequired as need:
-            result = era.unwound(ctx, channel, need)
+            result = era.unwound(ctx, params, channel, need)
         return era.result(req.id, result)
     except errors.MCPError as exc:
         return era.error(req.id, exc)

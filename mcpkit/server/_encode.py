@@ -18,6 +18,8 @@ resource missing   -32602 with ``data.uri``                     -32002
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
@@ -47,7 +49,7 @@ class Era(Protocol):
         """The input channel of an MRTR-method request (may raise ``MCPError``)."""
         ...
 
-    def unwound(self, ctx: Context, channel: InputChannel | None, need: InputRequired) -> Any:
+    def unwound(self, ctx: Context, params: Any, channel: InputChannel | None, need: InputRequired) -> Any:
         """The result to answer when a handler unwound with :class:`InputRequired`."""
         ...
 
@@ -70,14 +72,9 @@ class MrtrChannel:
     """2026-07-28 questions: answers come from this retry (and earlier rounds' sealed state);
     a question without one unwinds the handler, to be answered ``input_required``."""
 
-    __slots__ = ("server", "method", "params", "principal", "answers")
+    __slots__ = ("answers",)
 
-    def __init__(self, server: Server, method: str, params: Any, principal: str | None,
-                 answers: dict[str, Any]) -> None:
-        self.server = server
-        self.method = method
-        self.params = params
-        self.principal = principal
+    def __init__(self, answers: Mapping[str, Any]) -> None:
         self.answers = answers
 
     async def ask(self, requests: InputRequests) -> dict[str, Any]:
@@ -87,13 +84,10 @@ class MrtrChannel:
             raise InputRequired(missing)
         return {k: answers[k] for k in requests}
 
-    def input_required(self, need: InputRequired, state: dict[str, Any]) -> t.InputRequiredResult:
-        """The ``input_required`` answer: the questions, and everything answered so far sealed."""
-        method, name, digest, principal = _binding(self.method, self.params, self.principal)
-        token = self.server.sealer.seal(method=method, name=name, digest=digest, principal=principal,
-                                        asked=list(need.requests), answers=self.answers, state=state)
-        requests = {k: msgspec.convert(v, t.InputRequest) for k, v in need.requests.items()}
-        return t.InputRequiredResult(inputRequests=requests, requestState=token)
+
+#: The channel of every first round (nothing answered yet): shared, so a request that never
+#: asks allocates nothing for it.
+_FIRST_ROUND = MrtrChannel(MappingProxyType({}))
 
 
 class ModernEra:
@@ -108,18 +102,17 @@ class ModernEra:
 
     def open_input(self, ctx: Context, params: Any) -> InputChannel:
         """Verify a retry's requestState and collect the answers the handler may use."""
-        method, principal = ctx.method, ctx.principal
         if params.inputResponses is UNSET and params.requestState is UNSET:
-            return MrtrChannel(self.server, method, params, principal, {})  # a first round: nothing to open
+            return _FIRST_ROUND
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
         if params.requestState is not UNSET:
-            _, name, digest, _ = binding = _binding(method, params, principal)
+            method, name, digest, principal = _binding(ctx.method, params, ctx.principal)
             try:
                 payload = self.server.sealer.open(params.requestState, method=method, name=name, digest=digest,
                                                   principal=principal)
             except StateError as exc:
-                log.warning("rejected requestState on %s %r: %s", method, binding[1], exc)
+                log.warning("rejected requestState on %s %r: %s", method, name, exc)
                 raise errors.invalid_params(INVALID_STATE_MESSAGE) from None
             answers.update(payload.answers)
             ctx.state = dict(payload.state)
@@ -129,12 +122,17 @@ class ModernEra:
                 # Unknown or unasked keys are ignored, as the spec asks.
                 if asked is None or key in asked:
                     answers[key] = value
-        return MrtrChannel(self.server, method, params, principal, answers)
+        return MrtrChannel(answers)
 
-    def unwound(self, ctx: Context, channel: InputChannel | None, need: InputRequired) -> Any:
+    def unwound(self, ctx: Context, params: Any, channel: InputChannel | None, need: InputRequired) -> Any:
+        """The ``input_required`` answer: the questions, and everything answered so far sealed."""
         if not isinstance(channel, MrtrChannel):
             raise errors.internal_error("input was requested outside MRTR")
-        return channel.input_required(need, ctx.state)
+        method, name, digest, principal = _binding(ctx.method, params, ctx.principal)
+        token = self.server.sealer.seal(method=method, name=name, digest=digest, principal=principal,
+                                        asked=list(need.requests), answers=dict(channel.answers), state=ctx.state)
+        requests = {k: msgspec.convert(v, t.InputRequest) for k, v in need.requests.items()}
+        return t.InputRequiredResult(inputRequests=requests, requestState=token)
 
     def result(self, request_id: codec.RequestId, result: Any) -> Reply:
         meta = self.result_meta
@@ -171,7 +169,7 @@ class LegacyEra:
     def open_input(self, ctx: Context, params: Any) -> InputChannel:
         return self.channel
 
-    def unwound(self, ctx: Context, channel: InputChannel | None, need: InputRequired) -> Any:
+    def unwound(self, ctx: Context, params: Any, channel: InputChannel | None, need: InputRequired) -> Any:
         raise errors.internal_error("input was requested outside MRTR")  # real requests never unwind
 
     def result(self, request_id: codec.RequestId, result: Any) -> Reply:
