@@ -77,7 +77,7 @@ class Context:
             ext = self._ext = {}
         return ext
 
-    def _task(self) -> TaskHandle | None:
+    def _task_handle(self) -> TaskHandle | None:
         ext = self._ext
         if not ext:
             return None
@@ -120,7 +120,7 @@ class Context:
         In a task (tasks extension) no notification is sent: ``message`` becomes the task's
         ``statusMessage``.
         """
-        task = self._task()
+        task = self._task_handle()
         if task is not None and task.task_id is not None:
             if message is not None:
                 await task.set_status(message)
@@ -173,7 +173,7 @@ class Context:
     @property
     def task_id(self) -> str | None:
         """The id of the task this tool call runs as, or None (see :mod:`mcpkit.server._tasks`)."""
-        task = self._task()
+        task = self._task_handle()
         return task.task_id if task is not None else None
 
     async def start_task(self) -> bool:
@@ -186,7 +186,7 @@ class Context:
         task (tasks not enabled for the tool, or the client did not declare the extension);
         True when it is (or already was) a task.
         """
-        task = self._task()
+        task = self._task_handle()
         if task is None:
             return False
         await task.start()

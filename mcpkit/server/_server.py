@@ -16,7 +16,8 @@ from ..protocol import types as t
 from ..protocol.codec import Reply
 from ._bus import Bus, Change, ChangeKind, InMemoryBus
 from ._context import Emit
-from ._dispatch import Handler, MethodTable, Wrapper, dispatch
+from ._dispatch import Handler, MethodTable, Wrapper
+from ._dispatch import dispatch as dispatch_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
 from ._primitives import (
@@ -106,6 +107,11 @@ class Server:
         self._templates: dict[str, TemplateDef] = {}
         self._prompts: dict[str, PromptDef] = {}
         self._completions: dict[tuple[str, str], CompletionHandler] = {}
+        # Live read-only views for extensions (made once: tasks read one per tools/call).
+        self._tools_view = MappingProxyType(self._tools)
+        self._resources_view = MappingProxyType(self._resources)
+        self._templates_view = MappingProxyType(self._templates)
+        self._prompts_view = MappingProxyType(self._prompts)
         self._capability_names: frozenset[str] = frozenset()
         self._state_keys = state_keys
         self._state_ttl = state_ttl
@@ -405,22 +411,22 @@ class Server:
     @property
     def tools(self) -> Mapping[str, ToolDef]:
         """The registered tools by name (read-only; register with :meth:`tool` or :meth:`add_tool`)."""
-        return MappingProxyType(self._tools)
+        return self._tools_view
 
     @property
     def resources(self) -> Mapping[str, ResourceDef]:
         """The registered resources by URI (read-only)."""
-        return MappingProxyType(self._resources)
+        return self._resources_view
 
     @property
     def resource_templates(self) -> Mapping[str, TemplateDef]:
         """The registered resource templates by URI template (read-only)."""
-        return MappingProxyType(self._templates)
+        return self._templates_view
 
     @property
     def prompts(self) -> Mapping[str, PromptDef]:
         """The registered prompts by name (read-only)."""
-        return MappingProxyType(self._prompts)
+        return self._prompts_view
 
     @property
     def sealer(self) -> StateSealer:
@@ -468,7 +474,7 @@ class Server:
             checked = self.check(req)
         except errors.MCPError as exc:
             return Reply(codec.encode_error(req.id, exc), exc.code)
-        return await dispatch(self, self._chains, req, checked, emit, None, self._modern)
+        return await dispatch_request(self, self._chains, req, checked, emit, None, self._modern)
 
     def check(self, req: codec.Request) -> inbound.Checked:
         """Run the inbound ladder for ``req`` (raises MCPError)."""
@@ -486,12 +492,12 @@ class Server:
         state and tasks are bound to it. Never raises except for cancellation.
         """
         # Not itself async: the dispatch coroutine is handed out as is (one frame less per request).
-        return dispatch(self, self._chains, req, checked, emit, principal, self._modern)
+        return dispatch_request(self, self._chains, req, checked, emit, principal, self._modern)
 
     def dispatch(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
                  principal: str | None = None, era: Era | None = None) -> Coroutine[Any, Any, Reply]:
         """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs."""
-        return dispatch(self, self._chains, req, checked, emit, principal, era if era is not None else self._modern)
+        return dispatch_request(self, self._chains, req, checked, emit, principal, era if era is not None else self._modern)
 
     def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
         params = codec.params_dict(req.params) or {}
