@@ -1,4 +1,4 @@
-"""One dispatch path for every request of every era: check -> handler -> result | MCPError.
+"""One dispatch path for every request of every era: checked request -> handler -> result | MCPError.
 
 The method table keeps each method's handler precomposed with the wrappers and middleware
 registered for it, so a server without any pays nothing per request for the hooks.

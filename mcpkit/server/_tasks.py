@@ -48,7 +48,6 @@ import abc
 import heapq
 import logging
 import time
-from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 # asyncio, secrets and datetime load with the first task, not with `import mcpkit`:
@@ -144,7 +143,7 @@ class TaskRecord(msgspec.Struct, kw_only=True):
 
 def iso_time(ts: float) -> str:
     """An epoch time as the RFC 3339 UTC timestamp the wire carries (milliseconds)."""
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
