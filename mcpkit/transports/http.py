@@ -5,6 +5,10 @@ or with a ``text/event-stream`` that belongs to that request alone when the hand
 progress or log notifications (or runs long enough to need keep-alives). Headers that
 mirror the body are checked against it; Origin and Host are checked against an allow-list;
 bodies are size-limited; a client disconnect cancels the handler.
+
+The same endpoint serves 2025-11-25 sessions (``_http_legacy``); where each request goes
+is decided by :mod:`mcpkit.protocol.routing`, and the response plumbing of both eras is
+in ``_asgi``.
 """
 
 from __future__ import annotations
