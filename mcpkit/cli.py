@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 EXIT_USAGE = 2
 EXIT_FAIL = 1
@@ -62,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.http:
             server.run("http", host=args.host, port=args.port)
         else:
-            server.run(out_fd=out_fd)
+            # Nothing of ours runs after the server: skip the interpreter's teardown at EOF.
+            server.run(out_fd=out_fd, fast_exit=True)
         return 0
     parser.print_help(sys.stderr)
     return EXIT_USAGE
