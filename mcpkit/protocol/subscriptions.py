@@ -11,7 +11,6 @@ from typing import Any
 
 from msgspec import UNSET
 
-from .codec import RequestId, params_dict
 from .types import SubscriptionFilter
 
 #: A change that concerns one resource (published with its URI).
@@ -82,14 +81,3 @@ def notification_for(kind: str, uri: str | None, *, lists: Container[str], uris:
     if method is None or kind not in lists:
         return None
     return method, ({"_meta": meta} if meta is not None else None)
-
-
-def cancelled_request_id(raw_params: Any) -> RequestId | None:
-    """The request a ``notifications/cancelled`` names, or None when it names none validly.
-
-    Only a string or an integer is a request id (``True == 1`` in Python, not in JSON-RPC);
-    malformed cancellations are ignored, as the spec asks.
-    """
-    params = params_dict(raw_params) if raw_params is not None else None
-    rid = params.get("requestId") if isinstance(params, dict) else None
-    return rid if type(rid) is int or type(rid) is str else None

@@ -21,7 +21,8 @@ import msgspec
 from ..protocol import codec, eras, errors, inbound, versions
 from ..protocol import meta as M
 from ..protocol.codec import Reply
-from ..protocol.subscriptions import ALL_LISTS, cancelled_request_id, notification_for
+from ..protocol.routing import cancelled_request_id
+from ..protocol.subscriptions import ALL_LISTS, notification_for
 from ._context import Emit
 from ._encode import LegacyEra
 from ._input import InputRequests
