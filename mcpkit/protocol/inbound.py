@@ -61,6 +61,7 @@ def check_request(
         typ, cap = extra_methods[method]
     # Fast path: the common, valid request decodes in one pass.
     if typ is not None and (cap is None or cap in capabilities):
+        params: RequestParams | None = None
         try:
             params = decode_params(raw_params, typ) if raw_params is not None else None
             m = _to_meta(params.meta, RequestMeta) if params is not None else None
