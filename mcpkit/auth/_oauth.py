@@ -22,7 +22,8 @@ import hmac
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,7 +80,8 @@ class AuthorizationResponse:
         return cls(one("code"), one("state"), one("iss"), one("error"), one("error_description"))
 
 
-def follow_redirects(*, max_hops: int = 10, verify: bool = True) -> Authorizer:
+def follow_redirects(*, max_hops: int = 10, verify: bool = True,
+                     http_client: httpx.AsyncClient | None = None) -> Authorizer:
     """A headless authorizer: GET the authorization URL and follow redirects until one points
     at the redirect URI (for authorization servers that approve without a person, e.g. test
     servers). Anything else than a redirect is an :class:`OAuthError`."""
@@ -88,9 +90,10 @@ def follow_redirects(*, max_hops: int = 10, verify: bool = True) -> Authorizer:
         import httpx
 
         target = redirect_uri.split("?", 1)[0]
-        async with httpx.AsyncClient(follow_redirects=False, verify=verify, timeout=30.0) as http:
+        async with httpx.AsyncClient(follow_redirects=False, verify=verify, timeout=30.0) as own:
+            http = http_client if http_client is not None else own
             for _ in range(max_hops):
-                resp = await http.get(url)
+                resp = await http.get(url, follow_redirects=False)
                 location = resp.headers.get("location")
                 if resp.status_code in (301, 302, 303, 307, 308) and location:
                     url = urljoin(url, location)
@@ -183,6 +186,7 @@ class OAuth(Auth):
         max_authorizations: int = 3,
         timeout: float = 30.0,
         verify: bool = True,
+        http_client: httpx.AsyncClient | None = None,
     ) -> None:
         if grant not in _GRANTS:
             raise ValueError(f"grant must be one of {', '.join(_GRANTS)}")
@@ -218,6 +222,7 @@ class OAuth(Auth):
         self.max_authorizations = max_authorizations
         self.timeout = timeout
         self.verify = verify
+        self._http_client = http_client
         self._key = D.canonical_resource(server_url)
         self._tokens: dict[str, Any] | None = None
         self._loaded = False
@@ -363,11 +368,16 @@ class OAuth(Auth):
         return True
 
     # ------------------------------------------------------------------ authorization
-    def _http(self) -> httpx.AsyncClient:
+    @asynccontextmanager
+    async def _http(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self._http_client is not None:  # the caller's pool: used, never closed here
+            yield self._http_client
+            return
         import httpx
 
-        return httpx.AsyncClient(timeout=self.timeout, verify=self.verify, follow_redirects=False,
-                                 headers={"Accept": "application/json"})
+        async with httpx.AsyncClient(timeout=self.timeout, verify=self.verify, follow_redirects=False,
+                                     headers={"Accept": "application/json"}) as http:
+            yield http
 
     async def _obtain(self, challenge: WWWAuthenticate, sent: str | None, *, step_up: bool) -> None:
         async with self._lock_():
