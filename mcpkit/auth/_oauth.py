@@ -274,6 +274,23 @@ class OAuth(Auth):
             sent = self._apply(request)
             response = yield request
 
+    async def authorize(self, *, force: bool = False) -> dict[str, Any]:
+        """Authorize now, without waiting for a 401 (``mcpkit login``): discovery from the
+        well-known locations, registration, the grant. With stored tokens that are still valid
+        this does nothing unless ``force``. Returns the token record (secrets inside)."""
+        await self._before_send()
+        if self._tokens is not None and not force and not self._expiring(self._tokens):
+            return self._tokens
+        await self._obtain(WWWAuthenticate(), (self._tokens or {}).get("access_token"), step_up=False)
+        assert self._tokens is not None
+        return self._tokens
+
+    def logout(self) -> bool:
+        """Forget this server's tokens (here and in the storage). True if there were any."""
+        self._tokens = None
+        self._loaded = True
+        return self.storage.forget(self._key)
+
     # ------------------------------------------------------------------ tokens on requests
     def _lock_(self) -> asyncio.Lock:
         if self._lock is None:
