@@ -595,7 +595,10 @@ class OAuth(Auth):
             "response_types": ["code"], "token_endpoint_auth_method": method,
             "application_type": "native" if native else "web",
         }
-        if scopes:
+        as_scopes = meta.get("scopes_supported")
+        if scopes and isinstance(as_scopes, list) and set(scopes) <= set(as_scopes):
+            # Optional (RFC 7591 §2); sent only when the AS lists every scope, since real servers
+            # refuse registrations naming scopes they do not publish (resource-server scopes).
             body["scope"] = " ".join(scopes)
         url = str(meta["registration_endpoint"])
         try:
@@ -634,6 +637,8 @@ class OAuth(Auth):
                   "code_challenge": s256(verifier), "code_challenge_method": "S256", "state": state}
         if scopes:
             params["scope"] = " ".join(scopes)
+            if "offline_access" in scopes:
+                params["prompt"] = "consent"  # OpenID Connect Core §11: offline_access needs consent
         if resource:
             params["resource"] = resource
         url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params)
