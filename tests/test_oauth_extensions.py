@@ -270,3 +270,18 @@ def test_dpop_refused_when_disabled() -> None:
     mock = Mock({"dpop_signing_alg_values_supported": ["ES256"], "token_endpoint_auth_methods_supported": ["client_secret_post"]})
     run(_call(mock, grant="client_credentials", client_id="svc", client_secret="x", dpop=False))
     assert "dpop" not in mock.token_headers[0] and list(mock.tokens.values()) == [None]
+
+
+def test_dpop_proof_names_the_http_method_of_the_transports_own_requests() -> None:
+    # The legacy session's GET stream and DELETE get the hook's first step: a GET proof, not POST.
+    from mcpkit.auth._jose import DPoPKey
+    from mcpkit.client._auth import OutgoingRequest, first_step
+
+    oauth = OAuth(MCP_URL, grant="client_credentials", client_id="svc", client_secret="x")
+    oauth._dpop_key = DPoPKey()
+    oauth._loaded = True
+    oauth._tokens = {"access_token": "tok", "token_type": "DPoP"}
+    for method in ("GET", "DELETE", "POST"):
+        req = run(first_step(oauth, OutgoingRequest("", http_method=method)))
+        assert req.headers["Authorization"] == "DPoP tok"
+        assert _verify_dpop(req.headers["DPoP"], method, MCP_URL, "tok")["htm"] == method

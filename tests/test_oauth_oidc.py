@@ -320,3 +320,78 @@ def test_wrong_client_secret_is_a_clear_error(stack: tuple[Provider, ResourceSer
     with pytest.raises(OAuthError) as info:
         run(go())
     assert info.value.error == "invalid_client" and "WRONG-secret-xyz" not in str(info.value)
+
+
+# ====================================================================== mcpkit login / logout
+def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, ResourceServer], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from mcpkit import _login_cli
+
+    provider, rs = stack
+    store = tmp_path / "tokens.json"
+    browsed: list[str] = []
+
+    def fake_browser(url: str) -> bool:
+        # A person in a browser: log in, consent, and land on the loopback listener.
+        def visit() -> None:
+            from urllib.parse import parse_qs, urlsplit
+
+            redirect_uri = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+            target = asyncio.run(person("bob")(url, redirect_uri))
+            browsed.append(redirect_uri)
+            httpx.get(target, timeout=10)
+
+        threading.Thread(target=visit, daemon=True).start()
+        return True
+
+    monkeypatch.setattr("webbrowser.open", fake_browser)
+    assert _login_cli.main(["login", rs.url, "--token-store", str(store)]) == 0
+    out = capsys.readouterr()
+    assert f"Logged in to {rs.url}" in out.out and "refreshable" in out.out
+    assert browsed and browsed[0].startswith("http://127.0.0.1:") and browsed[0].endswith("/callback")
+    data = json.loads(store.read_text())
+    record = data["tokens"][rs.url]
+    assert record["issuer"] == provider.issuer
+    for secret in (record["access_token"], record["refresh_token"]):
+        assert secret not in out.out + out.err
+    assert stat_mode(store) == 0o600
+    # A later command reuses the stored tokens: no browser.
+    browsed.clear()
+
+    async def later() -> str:
+        args = _login_cli.argparse.Namespace(bearer=None, client_credentials=False, no_login=True, token_store=str(store),
+                                             client_id=None, client_secret=None, private_key=None, signing_alg="ES256",
+                                             scope=None, no_browser=True)
+        auth = _login_cli.auth_from_args(args, rs.url)
+        assert auth is not None
+        async with Client(rs.url, mode=VERSION, auth=auth, cache=False) as client:
+            return str((await client.call_tool("whoami", {"text": "stored"})).content[0].text)
+
+    # DPoP-bound tokens are tied to the key of the process that got them: the stored record is
+    # then not reused; Bearer ones are.
+    if record["token_type"] == "Bearer":
+        assert run(later()) == "stored" and not browsed
+    assert _login_cli.main(["logout", rs.url, "--token-store", str(store)]) == 0
+    assert "Logged out" in capsys.readouterr().out
+    assert rs.url not in json.loads(store.read_text())["tokens"]
+
+
+def test_login_cli_client_credentials(stack: tuple[Provider, ResourceServer], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from mcpkit import _login_cli
+
+    _, rs = stack
+    store = tmp_path / "t.json"
+    argv = ["login", rs.url, "--client-credentials", "--client-id", "cc-client", "--client-secret", "cc-secret",
+            "--scope", "mcp:tools", "--token-store", str(store)]
+    assert _login_cli.main(argv) == 0
+    assert "cc-secret" not in capsys.readouterr().out
+    bad = [*argv[:5], "--client-secret", "nope-WRONG", *argv[7:]]
+    assert _login_cli.main(bad) == 1
+    err = capsys.readouterr().err
+    assert "invalid_client" in err and "nope-WRONG" not in err
+
+
+def stat_mode(path: Path) -> int:
+    return os.stat(path).st_mode & 0o777

@@ -306,7 +306,7 @@ class OAuth(Auth):
         token = tokens["access_token"]
         if str(tokens.get("token_type", "")).lower() == "dpop" and self._dpop_key is not None:
             request.headers["Authorization"] = f"DPoP {token}"
-            request.headers["DPoP"] = self._dpop_key.proof("POST", D.htu(self.server_url), access_token=token,
+            request.headers["DPoP"] = self._dpop_key.proof(request.http_method, D.htu(self.server_url), access_token=token,
                                                            nonce=self._rs_nonce)
         else:
             request.headers["Authorization"] = f"Bearer {token}"
