@@ -434,3 +434,40 @@ def test_import_mcpkit_auth_is_lazy() -> None:
             "print(any(m.startswith(('httpx', 'joserfc', 'mcpkit.auth._')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_plain_http_off_loopback_is_refused(caplog: pytest.LogCaptureFixture) -> None:
+    mock = Mock()
+    mock.meta_body = {**mock.meta_body, "token_endpoint": "http://as.example.com/token"}
+    err = _fails(mock, caplog)
+    assert err.error == "insecure_transport" and "token_endpoint" in str(err)
+    assert not mock.form("/as/authorize")
+
+
+def test_cimd_url_must_be_https_with_a_path() -> None:
+    for bad in ("http://example.com/client.json", "https://example.com/", "https://example.com"):
+        with pytest.raises(ValueError):
+            OAuth(MCP_URL, client_metadata_url=bad)
+
+
+def test_forgotten_registration_is_dropped_on_invalid_client(caplog: pytest.LogCaptureFixture) -> None:
+    mock = Mock()
+    store = InMemoryTokenStorage()
+    store.set_client(ISSUER, {"client_id": "forgotten", "client_secret": "client-SECRET", "registered": True})
+
+    async def invalid_client(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/as/token":
+            await _body(receive)
+            return await _send(send, 401, {"error": "invalid_client"})
+        await mock(scope, receive, send)
+
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(OAuthError) as info:
+        async def go() -> None:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=invalid_client)) as http:
+                oauth = _oauth(http, storage=store)
+                async with Client(MCP_URL, mode=VERSION, http_client=http, auth=oauth, cache=False) as client:
+                    await client.list_tools()
+        run(go())
+    assert info.value.error == "invalid_client" and store.get_client(ISSUER) is None
+    assert_no_secret(str(info.value) + caplog.text)

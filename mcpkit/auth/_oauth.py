@@ -187,7 +187,12 @@ class OAuth(Auth):
         timeout: float = 30.0,
         verify: bool = True,
         http_client: httpx.AsyncClient | None = None,
+        allow_http: bool = False,
     ) -> None:
+        if client_metadata_url is not None:
+            p = urlsplit(client_metadata_url)
+            if p.scheme != "https" or p.path in ("", "/"):
+                raise ValueError("client_metadata_url must be an https URL with a path")
         if grant not in _GRANTS:
             raise ValueError(f"grant must be one of {', '.join(_GRANTS)}")
         if grant == "client_credentials" and not client_id:
@@ -223,6 +228,9 @@ class OAuth(Auth):
         self.timeout = timeout
         self.verify = verify
         self._http_client = http_client
+        #: Allow plain-http authorization servers and MCP servers off loopback (never do this
+        #: outside a lab: tokens and codes would travel in clear).
+        self.allow_http = allow_http
         self._key = D.canonical_resource(server_url)
         self._tokens: dict[str, Any] | None = None
         self._loaded = False
@@ -401,8 +409,14 @@ class OAuth(Auth):
             current = (self._tokens or {}).get("access_token")
             if current is not None and current != sent:
                 return  # another request already got a new token
+            self._require_secure(self.server_url, "the MCP server")
             async with self._http() as http:
                 prm, meta = await self._discover(http, challenge)
+                for key in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint"):
+                    if isinstance(meta.get(key), str):
+                        self._require_secure(meta[key], f"the authorization server's {key}")
+                if self._idp_token_endpoint is not None:
+                    self._require_secure(self._idp_token_endpoint, "the identity provider's token endpoint")
                 self._as_meta = meta
                 resource = prm.get("resource") if prm is not None else None
                 scopes = self._select_scopes(challenge, prm, meta)
@@ -416,6 +430,17 @@ class OAuth(Auth):
                     tokens = await self._enterprise(http, meta, resource, scopes)
             self._requested = scopes
             self._store(tokens, meta, resource, scopes)
+
+    def _require_secure(self, url: str, what: str) -> None:
+        """HTTPS, or http on a loopback host (the spec's communication security rule)."""
+        p = urlsplit(url)
+        host = (p.hostname or "").lower()
+        if p.scheme == "https" or self.allow_http:
+            return
+        if p.scheme == "http" and (host in ("localhost", "::1") or host.startswith("127.") or host.endswith(".localhost")):
+            return
+        raise OAuthError(f"{what} is not served over HTTPS ({p.scheme}://{p.netloc}): refusing to send credentials "
+                         "(allow_http=True overrides this for lab setups)", error="insecure_transport")
 
     def _store(self, tokens: dict[str, Any], meta: Mapping[str, Any], resource: str | None, scopes: list[str]) -> None:
         record: dict[str, Any] = {
@@ -543,7 +568,12 @@ class OAuth(Auth):
             if self._auth_method:
                 record["token_endpoint_auth_method"] = self._auth_method
             return record
-        return self.storage.get_client(issuer)
+        stored = self.storage.get_client(issuer)
+        expires = (stored or {}).get("client_secret_expires_at")
+        if stored is not None and isinstance(expires, int | float) and 0 < expires < time.time():
+            self.storage.set_client(issuer, None)  # the registration's secret expired: register again
+            return None
+        return stored
 
     def _redirect(self) -> str:
         if self._redirect_uri is None:
@@ -611,9 +641,11 @@ class OAuth(Auth):
         data = _json_object(resp, "the registration response")
         if not isinstance(data.get("client_id"), str):
             raise OAuthError(f"the registration response from {url} has no client_id", error="registration_failed")
-        record = {"client_id": data["client_id"]}
+        record = {"client_id": data["client_id"], "registered": True}
         if isinstance(data.get("client_secret"), str):
             record["client_secret"] = data["client_secret"]
+        if isinstance(data.get("client_secret_expires_at"), int | float):
+            record["client_secret_expires_at"] = data["client_secret_expires_at"]
         if isinstance(data.get("token_endpoint_auth_method"), str):
             record["token_endpoint_auth_method"] = data["token_endpoint_auth_method"]
         return record
@@ -821,7 +853,11 @@ class OAuth(Auth):
                         err = None
                     if err == "use_dpop_nonce":
                         continue
-                raise self._error_from(resp, f"the {form.get('grant_type', 'token')} token request", url)
+                error = self._error_from(resp, f"the {form.get('grant_type', 'token')} token request", url)
+                if error.error == "invalid_client" and client.get("registered"):
+                    # The server no longer knows our registration: the next attempt registers again.
+                    self.storage.set_client(str(meta.get("issuer")), None)
+                raise error
         data = _json_object(resp, "the token response")
         if not isinstance(data.get("access_token"), str) or not data["access_token"]:
             raise OAuthError(f"the token response from {url} has no access_token", error="invalid_response")
