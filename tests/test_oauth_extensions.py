@@ -285,3 +285,23 @@ def test_dpop_proof_names_the_http_method_of_the_transports_own_requests() -> No
         req = run(first_step(oauth, OutgoingRequest("", http_method=method)))
         assert req.headers["Authorization"] == "DPoP tok"
         assert _verify_dpop(req.headers["DPoP"], method, MCP_URL, "tok")["htm"] == method
+
+
+def test_client_credentials_and_enterprise_are_declared_in_capabilities() -> None:
+    cc = OAuth(MCP_URL, grant="client_credentials", client_id="svc", client_secret="x")
+    client = Client(MCP_URL, mode=VERSION, auth=cc, capabilities={"extensions": {"other": {"a": 1}}})
+    assert client.capabilities["extensions"] == {"io.modelcontextprotocol/oauth-client-credentials": {}, "other": {"a": 1}}
+    ent = OAuth(MCP_URL, grant="enterprise", client_id="c", idp_token_endpoint=f"{IDP}/token", idp_id_token="t")
+    assert "io.modelcontextprotocol/enterprise-managed-authorization" in Client(MCP_URL, auth=ent).capabilities["extensions"]
+    assert "extensions" not in Client(MCP_URL, auth=OAuth(MCP_URL)).capabilities
+
+
+def test_private_key_jwt_audience_can_be_the_token_endpoint() -> None:
+    private = ec.generate_private_key(ec.SECP256R1())
+    seen: list[Any] = []
+    mock = Mock({"token_endpoint_auth_methods_supported": ["private_key_jwt"]},
+                verify_assertion=lambda form, headers: seen.append(
+                    jwt.decode(form["client_assertion"], ECKey.import_key(private.public_key())).claims["aud"]))
+    run(_call(mock, grant="client_credentials", client_id="svc", private_key=_pem(private),
+              assertion_audience="token_endpoint"))
+    assert seen == [f"{ISSUER}/token"]

@@ -188,6 +188,7 @@ class OAuth(Auth):
         verify: bool = True,
         http_client: httpx.AsyncClient | None = None,
         allow_http: bool = False,
+        assertion_audience: str = "issuer",
     ) -> None:
         if client_metadata_url is not None:
             p = urlsplit(client_metadata_url)
@@ -231,6 +232,9 @@ class OAuth(Auth):
         #: Allow plain-http authorization servers and MCP servers off loopback (never do this
         #: outside a lab: tokens and codes would travel in clear).
         self.allow_http = allow_http
+        #: ``aud`` of private_key_jwt assertions: "issuer" (RFC 7523bis; the default),
+        #: "token_endpoint" (RFC 7523's example, some providers want it), or a literal value.
+        self.assertion_audience = assertion_audience
         self._key = D.canonical_resource(server_url)
         self._tokens: dict[str, Any] | None = None
         self._loaded = False
@@ -247,6 +251,17 @@ class OAuth(Auth):
 
         token = (self._tokens or {}).get("access_token", "")
         return hashlib.sha256(f"oauth:{self._key}:{token}".encode()).hexdigest()[:16] if token else ""
+
+    def client_extensions(self) -> dict[str, Any]:
+        """The auth extensions this configuration uses, for the client's capabilities (the two
+        whose documents ask for a declaration; DPoP and workload identity are negotiated with
+        the authorization server's metadata instead)."""
+        declared: dict[str, Any] = {}
+        if self.grant == "client_credentials":
+            declared["io.modelcontextprotocol/oauth-client-credentials"] = {}
+        elif self.grant == "enterprise":
+            declared["io.modelcontextprotocol/enterprise-managed-authorization"] = {}
+        return declared
 
     async def async_flow(self, request: OutgoingRequest) -> AsyncGenerator[OutgoingRequest, Response]:
         await self._before_send()
@@ -817,7 +832,9 @@ class OAuth(Auth):
             key = load_private_key(self._private_key, self._signing_alg)
             form["client_id"] = str(client_id)
             form["client_assertion_type"] = ASSERTION_TYPE_JWT
-            form["client_assertion"] = client_assertion(key, self._signing_alg, str(client_id), str(meta.get("issuer")))
+            audience = {"issuer": meta.get("issuer"), "token_endpoint": meta.get("token_endpoint")}.get(
+                self.assertion_audience, self.assertion_audience)
+            form["client_assertion"] = client_assertion(key, self._signing_alg, str(client_id), str(audience))
         else:
             form["client_id"] = str(client_id)
 

@@ -77,6 +77,11 @@ class Auth:
         Empty by default; override when the credentials can change (another user, say)."""
         return ""
 
+    def client_extensions(self) -> dict[str, Any]:
+        """Extensions this hook implements, declared in the client's capabilities
+        (``clientCapabilities.extensions``, e.g. ``io.modelcontextprotocol/oauth-client-credentials``)."""
+        return {}
+
 
 class BearerAuth(Auth):
     """``Authorization: Bearer <token>`` on every request."""

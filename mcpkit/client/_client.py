@@ -146,6 +146,8 @@ class Client:
             auth = BearerAuth(bearer_token)
         #: The auth hook (None: requests go out as they are, at no cost).
         self.auth = auth
+        if auth is not None and (declared := auth.client_extensions()):
+            self.capabilities["extensions"] = {**declared, **(self.capabilities.get("extensions") or {})}
         self.transport: ClientTransport = self._make_transport(
             target, env=env, cwd=cwd, stderr=stderr, http_given=http_given,
             http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
