@@ -92,6 +92,8 @@ class Mock:
         self.token_status = 200
         self.refresh_status = 200
         self.token_delay = 0.0
+        self.required_scope: str | None = None  # a 403 insufficient_scope until a token has it
+        self.scope_of: dict[str, set[str]] = {}  # code or access token -> granted scopes
 
     def form(self, path: str) -> list[dict[str, str]]:
         return [f for _, p, f in self.log if p == path]
@@ -107,6 +109,10 @@ class Mock:
                 self.log.append((method, path, {"authorization": "yes" if auth else "no"}))
                 extra = [(b"www-authenticate", self.www_authenticate.encode())] if self.www_authenticate else []
                 return await _send(send, 401, {"error": "invalid_token"}, extra)
+            if self.required_scope and self.required_scope not in self.scope_of.get(auth[7:], set()):
+                self.log.append((method, "/mcp#403", {}))
+                challenge = f'Bearer error="insufficient_scope", scope="{self.required_scope}"'
+                return await _send(send, 403, {"error": "insufficient_scope"}, [(b"www-authenticate", challenge.encode())])
             return await self.mcp_app(scope, receive, send)
         raw = await _body(receive)
         form = {k: v[0] for k, v in parse_qs(raw.decode()).items()} if method == "POST" and raw[:1] != b"{" else {}
@@ -130,6 +136,7 @@ class Mock:
             self.n += 1
             code = f"code-{self.n}-SECRETCODE"
             self.challenges[code] = query["code_challenge"]
+            self.scope_of[code] = set(query.get("scope", "").split())
             params = {"code": code, "state": query["state"], "iss": ISSUER}
             location = query["redirect_uri"] + "?" + urlencode(params)
             return await _send(send, 302, b"", [(b"location", location.encode())])
@@ -152,6 +159,7 @@ class Mock:
             self.n += 1
             access, refresh = f"access-{self.n}-SECRETTOKEN", f"refresh-{self.n}-SECRETREFRESH"
             self.valid.add(access)
+            self.scope_of[access] = self.scope_of.get(form.get("code", ""), set())
             body: dict[str, Any] = {"access_token": access, "token_type": "Bearer", "expires_in": self.expires_in}
             if self.issue_refresh:
                 self.refresh_tokens[refresh] = access
@@ -471,3 +479,29 @@ def test_forgotten_registration_is_dropped_on_invalid_client(caplog: pytest.LogC
         run(go())
     assert info.value.error == "invalid_client" and store.get_client(ISSUER) is None
     assert_no_secret(str(info.value) + caplog.text)
+
+
+def test_step_up_unites_scopes_and_stops_after_three_authorizations() -> None:
+    mock = Mock()
+    mock.required_scope = "mcp:write"
+    names, oauth = run(_list(mock))
+    assert names == ["add"]
+    scopes = [f.get("scope") for f in mock.form("/as/authorize")]
+    assert scopes == ["mcp:read", "mcp:read mcp:write"]  # the union of before and the challenge
+    mock = Mock()
+    mock.required_scope = "mcp:admin"
+
+    async def never(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await mock(scope, receive, send)
+        mock.scope_of = {k: set() for k in mock.scope_of}  # the upgrade never sticks
+
+    async def go() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=never)) as http:
+            async with Client(MCP_URL, mode=VERSION, http_client=http, auth=_oauth(http), cache=False) as client:
+                await client.list_tools()
+
+    from mcpkit.errors import HttpStatusError
+
+    with pytest.raises(HttpStatusError) as info:
+        run(go())
+    assert info.value.status == 403 and len(mock.form("/as/authorize")) == 3
