@@ -64,6 +64,10 @@ def add_login_commands(sub: Any) -> None:
     q = sub.add_parser("logout", help="forget the stored tokens for a server")
     q.add_argument("url", help="the server's MCP endpoint URL")
     q.add_argument("--token-store", metavar="FILE", help="the token file (default: the user's data directory)")
+    q.add_argument("--no-revoke", action="store_true",
+                   help="only forget the tokens; do not revoke them at the authorization server")
+    q.add_argument("--client-id", help="the pre-registered client id the tokens were issued to (for revocation)")
+    q.add_argument("--client-secret", help="its secret (or set MCPKIT_CLIENT_SECRET)")
 
 
 def _storage(args: argparse.Namespace) -> Any:
@@ -138,8 +142,11 @@ def run_login_command(args: argparse.Namespace) -> int:
         print(f"mcpkit {args.cmd}: URL must be http(s)", file=sys.stderr)
         return EXIT_USAGE
     if args.cmd == "logout":
-        store = _storage(args)
-        if store.forget(_canonical(args.url)):
+        from .auth import OAuth
+
+        oauth = OAuth(args.url, storage=_storage(args), client_id=getattr(args, "client_id", None),
+                      client_secret=getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET"))
+        if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
             print(f"Logged out of {args.url}.")
         else:
             print(f"No stored tokens for {args.url}.")

@@ -368,13 +368,19 @@ def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, Res
         async with Client(rs.url, mode=VERSION, auth=auth, cache=False) as client:
             return str((await client.call_tool("whoami", {"text": "stored"})).content[0].text)
 
-    # DPoP-bound tokens are tied to the key of the process that got them: the stored record is
-    # then not reused; Bearer ones are.
-    if record["token_type"] == "Bearer":
-        assert run(later()) == "stored" and not browsed
+    # DPoP-bound tokens come back with their key (kept beside them in the 0600 file).
+    assert record["token_type"] == "DPoP" and record["dpop_jwk"]["d"]
+    assert run(later()) == "stored" and not browsed
+    # logout revokes the refresh token at the provider (RFC 7009), then forgets both.
     assert _login_cli.main(["logout", rs.url, "--token-store", str(store)]) == 0
     assert "Logged out" in capsys.readouterr().out
     assert rs.url not in json.loads(store.read_text())["tokens"]
+    client = json.loads(store.read_text())["clients"][provider.issuer]
+    introspect = httpx.post(f"{provider.issuer}/token/introspection", data={"token": record["refresh_token"]},
+                            auth=(client["client_id"], client.get("client_secret", ""))) if client.get("client_secret") \
+        else httpx.post(f"{provider.issuer}/token/introspection",
+                        data={"token": record["refresh_token"], "client_id": client["client_id"]})
+    assert introspect.status_code == 200 and introspect.json().get("active") is False
 
 
 def test_login_cli_client_credentials(stack: tuple[Provider, ResourceServer], tmp_path: Path,
@@ -387,7 +393,7 @@ def test_login_cli_client_credentials(stack: tuple[Provider, ResourceServer], tm
             "--scope", "mcp:tools", "--token-store", str(store)]
     assert _login_cli.main(argv) == 0
     assert "cc-secret" not in capsys.readouterr().out
-    bad = [*argv[:5], "--client-secret", "nope-WRONG", *argv[7:]]
+    bad = [*argv[:5], "--client-secret", "nope-WRONG", *argv[7:], "--force"]
     assert _login_cli.main(bad) == 1
     err = capsys.readouterr().err
     assert "invalid_client" in err and "nope-WRONG" not in err

@@ -37,9 +37,11 @@ def client_assertion(key: ECKey | RSAKey, alg: str, client_id: str, audience: st
 class DPoPKey:
     """One client's DPoP key pair and the proofs made with it."""
 
-    def __init__(self, alg: str = "ES256") -> None:
-        if alg in _CURVES:
-            self.key: ECKey | RSAKey = ECKey.generate_key(_CURVES[alg])
+    def __init__(self, alg: str = "ES256", *, private_jwk: dict[str, Any] | None = None) -> None:
+        if private_jwk is not None:
+            self.key: ECKey | RSAKey = ECKey.import_key(private_jwk) if alg.startswith("ES") else RSAKey.import_key(private_jwk)
+        elif alg in _CURVES:
+            self.key = ECKey.generate_key(_CURVES[alg])
         elif alg.startswith(("RS", "PS")):
             self.key = RSAKey.generate_key(2048)
         else:
@@ -59,6 +61,6 @@ class DPoPKey:
         header = {"typ": "dpop+jwt", "alg": self.alg, "jwk": self.public_jwk}
         return jwt.encode(header, claims, self.key, algorithms=[self.alg])
 
-    @property
-    def supported_algs(self) -> tuple[str, ...]:
-        return (self.alg,)
+    def private_jwk(self) -> dict[str, Any]:
+        """The key pair as a JWK (a secret: stored only with the tokens bound to it)."""
+        return dict(self.key.as_dict(private=True))

@@ -308,11 +308,42 @@ class OAuth(Auth):
         assert self._tokens is not None
         return self._tokens
 
-    def logout(self) -> bool:
-        """Forget this server's tokens (here and in the storage). True if there were any."""
+    async def logout(self, *, revoke: bool = True) -> bool:
+        """Forget this server's tokens (here and in the storage); first, when the authorization
+        server has a ``revocation_endpoint`` (RFC 7009), revoke the refresh token there (best
+        effort: a failure is logged, never raised). True if there were tokens."""
+        tokens = self._tokens or self.storage.get_tokens(self._key)
+        if revoke and tokens and tokens.get("issuer"):
+            try:
+                await self._revoke(tokens)
+            except OAuthError as exc:
+                log.info("%s: revoking the token failed (%s)", self.server_url, exc)
         self._tokens = None
         self._loaded = True
         return self.storage.forget(self._key)
+
+    async def _revoke(self, tokens: Mapping[str, Any]) -> None:
+        import httpx
+
+        async with self._http() as http:
+            meta = await self._fetch_as_metadata(http, str(tokens["issuer"]), legacy=False)
+            url = meta.get("revocation_endpoint")
+            client = self._client_record(meta)
+            if not isinstance(url, str) or client is None:
+                return
+            self._require_secure(url, "the revocation endpoint")
+            for kind in ("refresh_token", "access_token"):
+                if not tokens.get(kind):
+                    continue
+                form, headers = {"token": str(tokens[kind]), "token_type_hint": kind}, dict[str, str]()
+                self._token_auth(meta, client, form, headers)
+                try:
+                    resp = await http.post(url, data=form, headers=headers)
+                except httpx.HTTPError as exc:
+                    raise OAuthError(f"the revocation request to {url} failed: {type(exc).__name__}",
+                                     error="revocation_failed") from None
+                if resp.status_code != 200:
+                    raise self._error_from(resp, "the revocation request", url)
 
     # ------------------------------------------------------------------ tokens on requests
     def _lock_(self) -> asyncio.Lock:
@@ -346,7 +377,7 @@ class OAuth(Auth):
             self._loaded = True
             stored = self.storage.get_tokens(self._key)
             if stored and str(stored.get("token_type", "")).lower() == "dpop" and self._dpop_key is None:
-                stored = None  # bound to a key this process does not have
+                stored = self._load_dpop_key(stored)
             if stored:
                 self._tokens = stored
                 self._requested = str(stored.get("scope_requested") or "").split()
@@ -357,6 +388,19 @@ class OAuth(Auth):
             if self._tokens is tokens and tokens.get("refresh_token"):
                 if not await self._refresh(tokens):
                     self._set_tokens(None)
+
+    def _load_dpop_key(self, stored: dict[str, Any]) -> dict[str, Any] | None:
+        """DPoP-bound tokens come back only with the key they are bound to."""
+        jwk, alg = stored.get("dpop_jwk"), stored.get("dpop_alg") or "ES256"
+        if not isinstance(jwk, dict) or self.dpop is False:
+            return None
+        from ._jose import DPoPKey
+
+        try:
+            self._dpop_key = DPoPKey(str(alg), private_jwk=jwk)
+        except (ValueError, TypeError, KeyError):
+            return None
+        return stored
 
     @staticmethod
     def _expiring(tokens: Mapping[str, Any]) -> bool:
@@ -472,6 +516,11 @@ class OAuth(Auth):
         expires_in = tokens.get("expires_in")
         if isinstance(expires_in, int | float) and expires_in > 0:
             record["expires_at"] = time.time() + float(expires_in)
+        if str(record["token_type"]).lower() == "dpop" and self._dpop_key is not None:
+            # The bound tokens are useless without their key, and the key is no more secret
+            # than the refresh token beside it: both are kept (the file store is 0600).
+            record["dpop_jwk"] = self._dpop_key.private_jwk()
+            record["dpop_alg"] = self._dpop_key.alg
         self._set_tokens(record)
 
     def _select_scopes(self, challenge: WWWAuthenticate, prm: Mapping[str, Any] | None,

@@ -1,6 +1,7 @@
 // A real authorization server for tests/test_oauth_oidc.py: npm oidc-provider (installed by
 // scripts/install_oidc.sh), configured for PKCE, resource indicators (JWT access tokens for
-// the test's MCP endpoint), dynamic registration, DPoP and client credentials.
+// the test's MCP endpoint), dynamic registration, DPoP, client credentials, introspection and
+// revocation.
 //
 // The test copies this file into the install prefix (so `oidc-provider` and `jose` resolve)
 // and runs it with: OIDC_PORT (loopback port), OIDC_RESOURCE (the MCP endpoint URL),
@@ -34,6 +35,7 @@ const provider = new Provider(issuer, {
     registration: { enabled: true },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
+    revocation: { enabled: true },
     dPoP: process.env.OIDC_DPOP_NONCE === '1'
       ? { enabled: true, nonceSecret: crypto.randomBytes(32), requireNonce: () => true }
       : { enabled: true },
