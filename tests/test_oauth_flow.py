@@ -505,3 +505,20 @@ def test_step_up_unites_scopes_and_stops_after_three_authorizations() -> None:
     with pytest.raises(HttpStatusError) as info:
         run(go())
     assert info.value.status == 403 and len(mock.form("/as/authorize")) == 3
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_auto_probe_and_legacy_sessions_authorize_the_same_way(mode: str) -> None:
+    from mcpkit import EraCache
+
+    mock = Mock()
+
+    async def go() -> tuple[str | None, list[str]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mock)) as http:
+            async with Client(MCP_URL, mode=mode, http_client=http, auth=_oauth(http), era_cache=EraCache()) as client:
+                names = [t.name for t in await client.list_tools()]
+                return client.era, names
+
+    era, names = run(go())
+    assert names == ["add"] and era == ("legacy" if mode == "legacy" else "modern")
+    assert len(mock.form("/as/authorize")) == 1 and len(mock.form("/as/token")) == 1
