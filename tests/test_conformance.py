@@ -54,7 +54,7 @@ def test_client_legacy_auth_backcompat_2025_03_26() -> None:
         out = proc.stdout + proc.stderr
         print(out)
         assert proc.returncode == 0, f"{scenario} failed:\n{out[-4000:]}"
-        assert out.rstrip().endswith("1 passed, 0 failed")
+        assert proc.stdout.rstrip().endswith("1 passed, 0 failed")
 
 
 def test_client_leg_2025_11_25() -> None:
