@@ -522,3 +522,39 @@ def test_auto_probe_and_legacy_sessions_authorize_the_same_way(mode: str) -> Non
     era, names = run(go())
     assert names == ["add"] and era == ("legacy" if mode == "legacy" else "modern")
     assert len(mock.form("/as/authorize")) == 1 and len(mock.form("/as/token")) == 1
+
+
+def test_loopback_redirect_listener_is_one_shot_and_reusable() -> None:
+    from mcpkit.auth import LoopbackRedirect
+
+    announced: list[str] = []
+    loop = LoopbackRedirect(open_browser=False, announce=announced.append)
+    assert loop.redirect_uri == f"http://127.0.0.1:{loop.port}/callback"
+
+    async def once(code: str) -> tuple[str, int, int, str]:
+        task = asyncio.create_task(loop("https://as.example/authorize?x=1", loop.redirect_uri))
+        await asyncio.sleep(0.1)
+        async with httpx.AsyncClient() as browser:
+            other = await browser.get(f"http://127.0.0.1:{loop.port}/favicon.ico")
+            page = await browser.get(f"{loop.redirect_uri}?code={code}&state=s")
+        return await task, page.status_code, other.status_code, page.text
+
+    for code in ("first-SECRETCODE", "second-SECRETCODE"):  # a step-up listens again on the same port
+        url, status, other, text = run(once(code))
+        assert url == f"{loop.redirect_uri}?code={code}&state=s" and status == 200 and other == 404
+        assert "SECRETCODE" not in text
+    assert "https://as.example/authorize?x=1" in announced[0]
+    loop.close()
+
+
+def test_without_an_authorizer_a_loopback_redirect_uri_gets_a_listener() -> None:
+    oauth = OAuth(MCP_URL, redirect_uri="http://127.0.0.1:0/cb")
+    with pytest.raises(OAuthError) as info:
+        oauth._redirect()  # port 0 is no fixed port
+    assert info.value.error == "no_authorizer"
+    with pytest.raises(OAuthError):
+        OAuth(MCP_URL, redirect_uri="https://app.example/cb")._redirect()
+    oauth = OAuth(MCP_URL)
+    uri = oauth._redirect()
+    assert uri.startswith("http://127.0.0.1:") and uri.endswith("/callback") and oauth._authorizer is not None
+    oauth._authorizer.close()  # type: ignore[attr-defined]

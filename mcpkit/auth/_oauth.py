@@ -640,15 +640,25 @@ class OAuth(Auth):
         return stored
 
     def _redirect(self) -> str:
-        if self._redirect_uri is None:
-            if self._authorizer is None:
-                from ._loopback import LoopbackRedirect
+        """The redirect URI; without an authorizer, a loopback listener serves it (on the
+        given loopback URI's port and path, or on a free port)."""
+        if self._authorizer is None:
+            from ._loopback import LoopbackRedirect
 
+            if self._redirect_uri is None:
                 loop = LoopbackRedirect()
-                self._authorizer = loop
-                self._redirect_uri = loop.redirect_uri
             else:
-                self._redirect_uri = "http://127.0.0.1/callback"
+                p = urlsplit(self._redirect_uri)
+                if p.scheme != "http" or p.hostname not in ("127.0.0.1", "localhost") or not p.port:
+                    raise OAuthError(f"no authorizer for the redirect URI {self._redirect_uri}: give authorizer=, or a "
+                                     "loopback redirect URI with a port (http://127.0.0.1:PORT/...)",
+                                     error="no_authorizer")
+                loop = LoopbackRedirect(port=p.port, path=p.path or "/")
+                loop.redirect_uri = self._redirect_uri
+            self._authorizer = loop
+            self._redirect_uri = loop.redirect_uri
+        elif self._redirect_uri is None:
+            self._redirect_uri = "http://127.0.0.1/callback"
         return self._redirect_uri
 
     async def _client_for(self, http: httpx.AsyncClient, meta: Mapping[str, Any], scopes: list[str]) -> dict[str, Any]:
@@ -738,7 +748,7 @@ class OAuth(Auth):
         if resource:
             params["resource"] = resource
         url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params)
-        assert self._authorizer is not None
+        assert self._authorizer is not None  # set by _redirect()
         callback = await self._authorizer(url, redirect)
         answer = AuthorizationResponse.from_url(callback)
         if answer.state is None or not hmac.compare_digest(answer.state, state):
