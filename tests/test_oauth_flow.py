@@ -452,6 +452,14 @@ def test_plain_http_off_loopback_is_refused(caplog: pytest.LogCaptureFixture) ->
     assert not mock.form("/as/authorize")
 
 
+def test_redirect_uri_must_be_https_or_loopback() -> None:
+    for bad in ("http://app.example/cb", "ftp://127.0.0.1/cb"):
+        with pytest.raises(ValueError):
+            OAuth(MCP_URL, redirect_uri=bad)
+    for good in ("https://app.example/cb", "http://localhost:8080/cb", "http://127.0.0.1:1/cb"):
+        OAuth(MCP_URL, redirect_uri=good)
+
+
 def test_cimd_url_must_be_https_with_a_path() -> None:
     for bad in ("http://example.com/client.json", "https://example.com/", "https://example.com"):
         with pytest.raises(ValueError):

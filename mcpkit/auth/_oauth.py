@@ -194,6 +194,10 @@ class OAuth(Auth):
             p = urlsplit(client_metadata_url)
             if p.scheme != "https" or p.path in ("", "/"):
                 raise ValueError("client_metadata_url must be an https URL with a path")
+        if redirect_uri is not None and not allow_http:
+            r = urlsplit(redirect_uri)
+            if not (r.scheme == "https" or (r.scheme == "http" and (r.hostname or "") in ("127.0.0.1", "localhost", "::1"))):
+                raise ValueError("redirect_uri must be https or a loopback http URI (the spec's redirect URI rule)")
         if grant not in _GRANTS:
             raise ValueError(f"grant must be one of {', '.join(_GRANTS)}")
         if grant == "client_credentials" and not client_id:
