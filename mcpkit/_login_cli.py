@@ -76,8 +76,8 @@ def _storage(args: argparse.Namespace) -> Any:
     return FileTokenStorage(getattr(args, "token_store", None))
 
 
-def _oauth(args: argparse.Namespace, url: str) -> OAuth:
-    from .auth import LoopbackRedirect, OAuth
+def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
+    from .auth import OAuth, OAuthError
 
     secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET")
     key = None
@@ -89,8 +89,14 @@ def _oauth(args: argparse.Namespace, url: str) -> OAuth:
                           "client_name": "mcpkit"}
     if args.client_credentials:
         return OAuth(url, grant="client_credentials", **kw)
-    loop = LoopbackRedirect(open_browser=not args.no_browser)
-    return OAuth(url, authorizer=loop, redirect_uri=loop.redirect_uri, **kw)
+    if interactive:  # the loopback listener is made only when a login is needed
+        return OAuth(url, open_browser=not args.no_browser, **kw)
+
+    async def no_person(authorization_url: str, redirect_uri: str) -> str:
+        raise OAuthError(f"{url} needs a login: run `mcpkit login {url}` on a terminal, or pass --bearer",
+                         error="login_required")
+
+    return OAuth(url, authorizer=no_person, redirect_uri="http://127.0.0.1/callback", **kw)
 
 
 def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
@@ -106,7 +112,7 @@ def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
     interactive = sys.stdin.isatty() and sys.stderr.isatty() and not getattr(args, "no_login", False)
     stored = _storage(args).get_tokens(_canonical(url)) is not None
     if interactive or stored:
-        return _oauth(args, url)
+        return _oauth(args, url, interactive=interactive)
     return None
 
 

@@ -189,6 +189,7 @@ class OAuth(Auth):
         http_client: httpx.AsyncClient | None = None,
         allow_http: bool = False,
         assertion_audience: str = "issuer",
+        open_browser: bool = True,
     ) -> None:
         if client_metadata_url is not None:
             p = urlsplit(client_metadata_url)
@@ -239,6 +240,8 @@ class OAuth(Auth):
         #: ``aud`` of private_key_jwt assertions: "issuer" (RFC 7523bis; the default),
         #: "token_endpoint" (RFC 7523's example, some providers want it), or a literal value.
         self.assertion_audience = assertion_audience
+        #: For the default loopback authorizer: open the browser (else print the URL).
+        self.open_browser = open_browser
         self._key = D.canonical_resource(server_url)
         self._tokens: dict[str, Any] | None = None
         self._loaded = False
@@ -643,21 +646,30 @@ class OAuth(Auth):
             return None
         return stored
 
-    def _redirect(self) -> str:
+    def _redirect(self, registered: str | None = None) -> str:
         """The redirect URI; without an authorizer, a loopback listener serves it (on the
-        given loopback URI's port and path, or on a free port)."""
+        given loopback URI's port and path; else on the port this client registered, when it
+        is free; else on a free port)."""
         if self._authorizer is None:
             from ._loopback import LoopbackRedirect
 
             if self._redirect_uri is None:
-                loop = LoopbackRedirect()
+                loop = None
+                r = urlsplit(registered or "")
+                if r.scheme == "http" and r.hostname == "127.0.0.1" and r.port:
+                    try:
+                        loop = LoopbackRedirect(port=r.port, path=r.path or "/", open_browser=self.open_browser)
+                    except OSError:
+                        loop = None  # taken: RFC 8252 §7.3 lets the port vary
+                if loop is None:
+                    loop = LoopbackRedirect(open_browser=self.open_browser)
             else:
                 p = urlsplit(self._redirect_uri)
                 if p.scheme != "http" or p.hostname not in ("127.0.0.1", "localhost") or not p.port:
                     raise OAuthError(f"no authorizer for the redirect URI {self._redirect_uri}: give authorizer=, or a "
                                      "loopback redirect URI with a port (http://127.0.0.1:PORT/...)",
                                      error="no_authorizer")
-                loop = LoopbackRedirect(port=p.port, path=p.path or "/")
+                loop = LoopbackRedirect(port=p.port, path=p.path or "/", open_browser=self.open_browser)
                 loop.redirect_uri = self._redirect_uri
             self._authorizer = loop
             self._redirect_uri = loop.redirect_uri
@@ -719,7 +731,7 @@ class OAuth(Auth):
         data = _json_object(resp, "the registration response")
         if not isinstance(data.get("client_id"), str):
             raise OAuthError(f"the registration response from {url} has no client_id", error="registration_failed")
-        record = {"client_id": data["client_id"], "registered": True}
+        record = {"client_id": data["client_id"], "registered": True, "redirect_uri": redirect}
         if isinstance(data.get("client_secret"), str):
             record["client_secret"] = data["client_secret"]
         if isinstance(data.get("client_secret_expires_at"), int | float):
@@ -740,7 +752,7 @@ class OAuth(Auth):
             raise OAuthError(f"the authorization server {meta.get('issuer')} has no authorization_endpoint",
                              error="invalid_metadata")
         client = await self._client_for(http, meta, scopes)
-        redirect = self._redirect()
+        redirect = self._redirect(client.get("redirect_uri"))
         verifier, state = new_verifier(), new_state()
         recorded_issuer = meta.get("issuer")
         params = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect,
