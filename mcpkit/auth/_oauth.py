@@ -521,6 +521,8 @@ class OAuth(Auth):
         if tokens.get("scope"):
             record["scope"] = tokens["scope"]
         expires_in = tokens.get("expires_in")
+        if isinstance(expires_in, str) and expires_in.strip().isdigit():
+            expires_in = int(expires_in)  # some servers send a string
         if isinstance(expires_in, int | float) and expires_in > 0:
             record["expires_at"] = time.time() + float(expires_in)
         if str(record["token_type"]).lower() == "dpop" and self._dpop_key is not None:
