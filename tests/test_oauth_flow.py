@@ -92,6 +92,8 @@ class Mock:
         self.token_status = 200
         self.refresh_status = 200
         self.token_delay = 0.0
+        self.register_body: dict[str, Any] = {"client_id": "dyn-client", "client_secret": "dyn-SECRET-value",
+                                              "token_endpoint_auth_method": "client_secret_post"}
         self.required_scope: str | None = None  # a 403 insufficient_scope until a token has it
         self.scope_of: dict[str, set[str]] = {}  # code or access token -> granted scopes
 
@@ -130,8 +132,7 @@ class Mock:
                 return await _send(send, self.meta_status, body, content_type=b"text/html")
             return await _send(send, self.meta_status, body)
         if path == "/as/register":
-            return await _send(send, 201, {"client_id": "dyn-client", "client_secret": "dyn-SECRET-value",
-                                           "token_endpoint_auth_method": "client_secret_post"})
+            return await _send(send, 201, self.register_body)
         if path == "/as/authorize":
             self.n += 1
             code = f"code-{self.n}-SECRETCODE"
@@ -566,3 +567,13 @@ def test_without_an_authorizer_a_loopback_redirect_uri_gets_a_listener() -> None
     uri = oauth._redirect()
     assert uri.startswith("http://127.0.0.1:") and uri.endswith("/callback") and oauth._authorizer is not None
     oauth._authorizer.close()  # type: ignore[attr-defined]
+
+
+def test_unusable_registration_is_refused_before_the_browser(caplog: pytest.LogCaptureFixture) -> None:
+    for body in ({"client_id": "c", "token_endpoint_auth_method": "client_secret_basic"},
+                 {"client_id": "c", "token_endpoint_auth_method": "tls_client_auth"},
+                 {"client_id": "c", "client_secret": "client-SECRET", "token_endpoint_auth_method": "private_key_jwt"}):
+        mock = Mock()
+        mock.register_body = body
+        assert _fails(mock, caplog).error == "registration_unusable"
+        assert not mock.form("/as/authorize")

@@ -740,6 +740,18 @@ class OAuth(Auth):
             record["client_secret_expires_at"] = data["client_secret_expires_at"]
         if isinstance(data.get("token_endpoint_auth_method"), str):
             record["token_endpoint_auth_method"] = data["token_endpoint_auth_method"]
+        # RFC 7591 §3.2.1: the server may change what was asked; refuse what cannot work now
+        # rather than fail later at the token endpoint.
+        granted = record.get("token_endpoint_auth_method")
+        if granted in ("client_secret_basic", "client_secret_post") and "client_secret" not in record:
+            raise OAuthError(f"{url} registered the client for {granted} but issued no client_secret",
+                             error="registration_unusable")
+        if granted is not None and granted not in ("none", "client_secret_basic", "client_secret_post", "private_key_jwt"):
+            raise OAuthError(f"{url} registered the client with token_endpoint_auth_method {_short(granted, 60)}, "
+                             "which this client does not implement", error="registration_unusable")
+        if granted == "private_key_jwt" and self._private_key is None:
+            raise OAuthError(f"{url} registered the client for private_key_jwt, but no private_key is configured",
+                             error="registration_unusable")
         return record
 
     # ------------------------------------------------------------------ grants
