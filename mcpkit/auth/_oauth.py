@@ -251,6 +251,7 @@ class OAuth(Auth):
         self._as_nonce: str | None = None
         self._rs_nonce: str | None = None
         self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------------ the hook
     def cache_context(self) -> str:
@@ -354,8 +355,10 @@ class OAuth(Auth):
 
     # ------------------------------------------------------------------ tokens on requests
     def _lock_(self) -> asyncio.Lock:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        """One lock per event loop (an OAuth object may outlive an ``asyncio.run``)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
         return self._lock
 
     def _apply(self, request: OutgoingRequest) -> str | None:
