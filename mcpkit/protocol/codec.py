@@ -218,13 +218,13 @@ def _salvage_id(data: bytes | str, *, deep: bool = False) -> RequestId | None:
         if raw[:3] == _BOM:
             raw = raw[3:]
         found: Any = None
-        if deep:
-            m = _LEADING_ID.match(raw, 0, 65536)
-            if m is not None:
-                found = json.loads(m.group(1))
-        else:
+        m = _LEADING_ID.match(raw, 0, 65536) if deep else None
+        if m is not None:
+            found = json.loads(m.group(1))
+        elif not deep or len(raw) <= 65536:
             # The stdlib parser is lenient where it matters here: surrogate escapes,
             # NaN/Infinity, control characters (strict=False); bad bytes become U+FFFD.
+            # (A deep frame gets this only when small: the parse of a big one would cost.)
             msg = json.loads(raw.decode("utf-8", "replace"), strict=False)
             if type(msg) is dict:
                 found = msg.get("id")

@@ -12,11 +12,12 @@ import logging
 import os
 import re
 import time
-from typing import Any, Iterable
-
-# hashlib and base64 are imported where used: a server that never asks for input never pays for them.
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
+
+# hashlib and base64 are imported where used: a server that never asks for input never pays for them.
 
 log = logging.getLogger("mcpkit.server")
 
