@@ -215,7 +215,7 @@ _LEADING_ID = re.compile(
 def _salvage_id(data: bytes | str, *, deep: bool = False) -> RequestId | None:
     try:
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-        if raw[:3] == _BOM:
+        while raw[:3] == _BOM:  # leniently, any number of them
             raw = raw[3:]
         found: Any = None
         m = _LEADING_ID.match(raw, 0, 65536) if deep else None
