@@ -102,6 +102,9 @@ def run(cases: int = 3000, seed: int = 1, server: list[str] | None = None, *, bi
         if verbose and i % 1000 == 999:
             print(f"  {i + 1} cases, {time.monotonic() - started:.1f}s", file=sys.stderr)
     if alive and oversize:
+        # Past the line limit the transport skips the line unread: its error cannot carry the id.
+        with lock:
+            ledger.excused.add(("str", "oversize"))
         alive = send("oversize", b'{"jsonrpc":"2.0","id":"oversize","method":"tools/list","params":{"x":"'
                      + b"x" * MAX_LINE + b'"}}')
     if alive:
