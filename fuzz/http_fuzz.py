@@ -181,7 +181,7 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, verbose:
             if owed_here:
                 ledger.expect(e)
                 for rid in e.may:
-                    frames_by_id.setdefault(json.dumps(rid), (case.kind, case.data, hdrs))
+                    frames_by_id.setdefault(json.dumps(rid), (case.kind, case.data[:300], hdrs))
             try:
                 resp = client.request(method, target, content=case.data if method != "GET" else None, headers=hdrs)
             except httpx.LocalProtocolError:

@@ -72,7 +72,7 @@ def run(cases: int = 3000, seed: int = 1, server: list[str] | None = None, *, bi
         with lock:
             ledger.expect(e)
         for rid in e.may:
-            frames_by_id.setdefault(json.dumps(rid), (kind, data))
+            frames_by_id.setdefault(json.dumps(rid), (kind, data[:400]))  # (a prefix: enough to show)
         try:
             proc.stdin.write(data + b"\n")  # type: ignore[union-attr]
         except (BrokenPipeError, OSError):
