@@ -331,6 +331,27 @@ async def _listens(port: int, count: int, concurrency: int, state: dict[str, Any
     await asyncio.gather(*(one(i) for i in range(count)))
 
 
+async def _subscriptions_left(port: int, wait: float = 10.0) -> int | str:
+    """The server's open subscriptions once the drops are noticed, when it has a ``bus_size``
+    tool (tests/servers/listen_server.py does); "unknown" otherwise."""
+    body = ('{"jsonrpc":"2.0","id":"bus","method":"tools/call","params":{"_meta":' + _META_JSON
+            + ',"name":"bus_size","arguments":{}}}').encode()
+    deadline = time.monotonic() + wait
+    conn = await Conn.open(port)
+    try:
+        while True:
+            _, _, raw = await conn.exchange(http_request(port, "tools/call", "bus_size", body))
+            result = _decode(raw).get("result") or {}
+            if result.get("isError") or "structuredContent" not in result:
+                return "unknown"
+            left = int(result["structuredContent"]["result"])
+            if left == 0 or time.monotonic() > deadline:
+                return left
+            await asyncio.sleep(0.1)
+    finally:
+        conn.close()
+
+
 def soak_http(calls: int, connections: int, listens: int, *, errors: float, script: Path, verbose: bool) -> dict[str, Any]:
     try:
         import uvloop
@@ -354,7 +375,7 @@ def soak_http(calls: int, connections: int, listens: int, *, errors: float, scri
             t1 = time.perf_counter()
             loop.run_until_complete(_listens(port, listens, min(listens, 50), state))
             listen_seconds = time.perf_counter() - t1
-            time.sleep(1.0)  # let the server notice the drops
+            left = loop.run_until_complete(_subscriptions_left(port))
             # Still serving, promptly, after the drops:
             check = array("d", bytes(8 * 200))
             after: dict[str, Any] = {**state, "answered": 0, "lost": 0, "5xx": 0, "misrouted": 0, "failures": [],
@@ -371,7 +392,7 @@ def soak_http(calls: int, connections: int, listens: int, *, errors: float, scri
         "seconds": round(elapsed, 1), "calls_per_s": round(state["answered"] / elapsed) if elapsed else 0,
         **percentiles(latency, state["answered"]), "failures": state["failures"][:5],
         "listens": {"opened": listens, "acknowledged": state["listen_acked"], "failed": state["listen_failed"],
-                    "seconds": round(listen_seconds, 1),
+                    "seconds": round(listen_seconds, 1), "subscriptions_left": left,
                     "rss_mb_before_after": [round(rss_before_listens / 1024, 1), round(samples[-1][2] / 1024, 1)],
                     "after_drops": {"answered": after["answered"], "lost": after["lost"], "http_5xx": after["5xx"],
                                     **percentiles(check, after["answered"])}},
