@@ -134,11 +134,15 @@ def parse_body(ledger: Ledger, resp: httpx.Response) -> list[Any]:
 
 
 def run(cases: int = 3000, seed: int = 1, url: str | None = None, *, script: Path | None = None,
-        big: bool = True, headers: float = 0.3, verbose: bool = False) -> dict[str, Any]:
-    """Run one session against ``url`` (or a server started here); returns the summary."""
+        big: bool = True, headers: float = 0.3, legacy: float = 0.0, verbose: bool = False) -> dict[str, Any]:
+    """Run one session against ``url`` (or a server started here); returns the summary.
+
+    ``legacy``: the share of requests sent inside a 2025-11-25 session (opened first with
+    ``initialize``; ``Mcp-Session-Id`` and the legacy version header instead of mirroring).
+    """
     if url is None:
         with http_server(script or ROOT / "examples" / "demo.py") as (started_url, proc, err):
-            summary = _run(cases, seed, started_url, big=big, headers=headers, verbose=verbose)
+            summary = _run(cases, seed, started_url, big=big, headers=headers, legacy=legacy, verbose=verbose)
             summary["server_up_at_end"] = proc.poll() is None
             err.seek(0)
             text = err.read().decode("utf-8", "replace")
@@ -147,10 +151,25 @@ def run(cases: int = 3000, seed: int = 1, url: str | None = None, *, script: Pat
                 summary.setdefault("examples", {})["stderr_tail"] = text[-3000:]
             summary["ok"] = summary["ok"] and summary["server_up_at_end"] and summary["tracebacks"] == 0
             return summary
-    return _run(cases, seed, url, big=big, headers=headers, verbose=verbose)
+    return _run(cases, seed, url, big=big, headers=headers, legacy=legacy, verbose=verbose)
 
 
-def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, verbose: bool) -> dict[str, Any]:
+LEGACY_INIT = {"jsonrpc": "2.0", "id": "legacy-init", "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "mcpkit-fuzz", "version": "0"}}}
+
+
+def _open_legacy_session(client: httpx.Client, url: str) -> str:
+    r = client.post(url, json=LEGACY_INIT, headers={"accept": "application/json, text/event-stream"})
+    sid = r.headers.get("mcp-session-id")
+    if r.status_code != 200 or not sid:
+        raise RuntimeError(f"the server opened no legacy session: HTTP {r.status_code} {r.text[:200]}")
+    client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers={"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+    return sid
+
+
+def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: float, verbose: bool) -> dict[str, Any]:
     gen = FrameGen(seed, big=big, listen=False)
     rng = random.Random(seed ^ 0x5EED)
     ledger = Ledger()
@@ -164,16 +183,23 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, verbose:
     started = time.monotonic()
     base = url.rsplit("/mcp", 1)[0]
     with httpx.Client(timeout=30.0) as client:
+        session = _open_legacy_session(client, url) if legacy > 0 else None
         for i in range(cases):
             case = gen.case()
             kinds[case.kind] = kinds.get(case.kind, 0) + 1
-            hdrs = mirrored_headers(case)
+            if session is not None and rng.random() < legacy:
+                hdrs = [(b"content-type", b"application/json"), (b"accept", b"application/json, text/event-stream"),
+                        (b"mcp-protocol-version", b"2025-11-25"), (b"mcp-session-id", session.encode())]
+            else:
+                hdrs = mirrored_headers(case)
             if rng.random() < headers:
                 hdrs = break_headers(hdrs, rng)
             method, target = "POST", url
             odd = rng.random()
             if odd < 0.01:
                 method = rng.choice(["GET", "DELETE", "PUT", "PATCH"])
+                # (A GET in a session opens its standing event stream, which never ends by itself.)
+                hdrs = [h for h in hdrs if h[0].lower() != b"mcp-session-id"]
             elif odd < 0.02:
                 target = rng.choice([base + "/mcp/", base + "/", base + "/other", url + "?x=1"])
             e = expect(case.data)
@@ -214,7 +240,7 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, verbose:
                 continue
             for msg in parse_body(ledger, resp):
                 result = msg.get("result") if isinstance(msg, dict) else None
-                if isinstance(result, dict) and resp.headers.get("mcp-session-id"):
+                if isinstance(result, dict) and resp.headers.get("mcp-session-id") not in (None, session):
                     # A legacy initialize opened a session: close it, as a client would.
                     client.delete(url, headers={"mcp-session-id": resp.headers["mcp-session-id"],
                                                 "mcp-protocol-version": "2025-11-25"})
@@ -223,7 +249,8 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, verbose:
     summary = ledger.summary()
     missing = ledger.missing()
     summary.update({
-        "cases": cases, "seed": seed, "statuses": dict(sorted(statuses.items())), "http_5xx": len(server_errors),
+        "cases": cases, "seed": seed, "legacy_share": legacy, "statuses": dict(sorted(statuses.items())),
+        "http_5xx": len(server_errors),
         "no_response": len(no_response), "bad_202": len(bad_202), "refused_by_client": refused_by_client,
         "seconds": round(time.monotonic() - started, 1), "kinds": kinds,
     })
@@ -264,10 +291,11 @@ def main() -> int:
     ap.add_argument("--server", type=Path, help="server file for mcpkit serve --http (default examples/demo.py)")
     ap.add_argument("--small", action="store_true", help="no multi-megabyte bodies")
     ap.add_argument("--headers", type=float, default=0.3, help="share of requests with broken headers (default 0.3)")
+    ap.add_argument("--legacy", type=float, default=0.0, help="share of requests sent in a 2025-11-25 session (default 0)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     summary = run(args.cases, args.seed, args.url, script=args.server, big=not args.small, headers=args.headers,
-                  verbose=args.verbose)
+                  legacy=args.legacy, verbose=args.verbose)
     print(json.dumps(summary, indent=2 if args.verbose else None))
     return 0 if summary["ok"] else 1
 

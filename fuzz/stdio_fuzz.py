@@ -40,9 +40,20 @@ def server_env() -> dict[str, str]:
     return env
 
 
+LEGACY_OPENING = [
+    b'{"jsonrpc":"2.0","id":"legacy-init","method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"mcpkit-fuzz","version":"0"}}}',
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+]
+
+
 def run(cases: int = 3000, seed: int = 1, server: list[str] | None = None, *, big: bool = True,
-        oversize: bool = False, settle: float = 60.0, verbose: bool = False) -> dict[str, Any]:
-    """Run one fuzzing session; returns the summary (``ok`` says whether every check held)."""
+        oversize: bool = False, settle: float = 60.0, verbose: bool = False, legacy: bool = False) -> dict[str, Any]:
+    """Run one fuzzing session; returns the summary (``ok`` says whether every check held).
+
+    ``legacy``: open a 2025-11-25 session first (initialize), so the frames meet the legacy
+    path; otherwise the first request makes the process a 2026-07-28 one.
+    """
     argv = server or [sys.executable, str(ROOT / "examples" / "demo.py")]
     gen = FrameGen(seed, big=big)
     ledger = Ledger()
@@ -82,8 +93,11 @@ def run(cases: int = 3000, seed: int = 1, server: list[str] | None = None, *, bi
     died_at: int | None = None
     sent_bytes = 0
     kinds: dict[str, int] = {}
-    alive = send("valid", json.dumps({"jsonrpc": "2.0", "id": "first", "method": "tools/list",
-                                      "params": {"_meta": META}}).encode())
+    if legacy:
+        alive = all([send("legacy", frame) for frame in LEGACY_OPENING])
+    else:
+        alive = send("valid", json.dumps({"jsonrpc": "2.0", "id": "first", "method": "tools/list",
+                                          "params": {"_meta": META}}).encode())
     for i in range(cases):
         if not alive:
             died_at = i
@@ -140,7 +154,7 @@ def run(cases: int = 3000, seed: int = 1, server: list[str] | None = None, *, bi
         missing = ledger.missing()
     tracebacks = err.count("Traceback (most recent call last)")
     summary.update({
-        "cases": cases, "seed": seed, "sent_bytes": sent_bytes, "output_lines": out_lines,
+        "cases": cases, "seed": seed, "legacy": legacy, "sent_bytes": sent_bytes, "output_lines": out_lines,
         "server_up_until_eof": up_at_end and died_at is None, "exit_code": code, "tracebacks": tracebacks,
         "seconds": round(time.monotonic() - started, 1), "kinds": kinds,
     })
@@ -170,11 +184,12 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="no multi-megabyte frames")
     ap.add_argument("--oversize", action="store_true", help="also send one line past the 16 MiB line limit")
     ap.add_argument("--settle", type=float, default=60.0, help="seconds to wait for owed answers at the end")
+    ap.add_argument("--legacy", action="store_true", help="open a 2025-11-25 session (initialize) before fuzzing")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     server = shlex.split(args.server) if args.server else None
     summary = run(args.cases, args.seed, server, big=not args.small, oversize=args.oversize, settle=args.settle,
-                  verbose=args.verbose)
+                  verbose=args.verbose, legacy=args.legacy)
     print(json.dumps(summary, indent=None if not args.verbose else 2))
     return 0 if summary["ok"] else 1
 

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,11 +28,21 @@ def _fuzzer() -> Any:
     return mod
 
 
-def test_http_fuzz() -> None:
-    summary = _fuzzer().run(cases=3000, seed=1)
+def check(summary: dict[str, Any]) -> None:
     shown = json.dumps(summary, indent=1, default=str)[:6000]
     assert summary["ok"], shown
     assert summary["http_5xx"] == 0 and summary["no_response"] == 0, shown
     assert summary["unanswered"] == summary["duplicates"] == summary["unexpected"] == summary["invalid_lines"] == 0, shown
     assert summary["server_up_at_end"] and summary["tracebacks"] == 0, shown
     assert summary["owed"] > 0 and summary["statuses"].get(200, 0) > 0, shown
+
+
+def test_http_fuzz() -> None:
+    check(_fuzzer().run(cases=3000, seed=1))
+
+
+# Known hole outside this work's files (mcpkit/server/_legacy.py: ``dict(params.get("_meta") or {})``
+# raises on a non-object _meta inside a 2025-11-25 session: HTTP 500). Remove the marker once fixed.
+@pytest.mark.xfail(reason="legacy session: a non-object params._meta raises in server/_legacy.py", strict=False)
+def test_http_fuzz_in_a_legacy_session() -> None:
+    check(_fuzzer().run(cases=3000, seed=1, legacy=0.5))

@@ -44,3 +44,11 @@ def test_stdio_fuzz(seed: int) -> None:
 
 def test_stdio_fuzz_with_a_line_past_the_limit() -> None:
     assert_clean(_fuzzer().run(cases=300, seed=7, oversize=True, settle=40.0))
+
+
+# Known hole outside this work's files (mcpkit/server/_legacy.py: ``dict(params.get("_meta") or {})``
+# raises on a non-object _meta inside a 2025-11-25 session, and the request is never answered).
+# Remove the marker once that is fixed.
+@pytest.mark.xfail(reason="legacy session: a non-object params._meta raises in server/_legacy.py", strict=False)
+def test_stdio_fuzz_in_a_legacy_session() -> None:
+    assert_clean(_fuzzer().run(cases=3000, seed=1, legacy=True, settle=10.0))
