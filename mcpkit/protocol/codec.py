@@ -164,9 +164,10 @@ def _shape_of(data: bytes | str, exc: Exception) -> str:
 # RFC 8259 §8.1: senders MUST NOT add a byte-order mark; parsers MAY ignore one rather than
 # treat it as an error. mcpkit ignores ONE leading UTF-8 BOM (EF BB BF; U+FEFF in a str) and
 # decodes the rest as usual: a peer whose runtime writes text files "with BOM" (PowerShell,
-# some Windows encoders) then works, and a strict peer loses nothing. A BOM anywhere else is
-# a parse error like any stray character. The check costs nothing on the valid path: it runs
-# only after msgspec has refused the frame.
+# some Windows encoders) then works, and a strict peer loses nothing. A second BOM, or one
+# anywhere else, is a parse error like any stray character (its error still carries the id a
+# lenient parse finds). The check costs nothing on the valid path: it runs only after
+# msgspec has refused the frame.
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -246,9 +247,9 @@ def _salvage_id(data: bytes | str, *, deep: bool = False) -> RequestId | None:
 #: levels; tool arguments rarely more than ten.
 MAX_NESTING_DEPTH = 256
 
-# A valid JSON text deeper than the limit has an opener and a closer per level; shorter
-# frames are never scanned. (An invalid shorter one cannot recurse past this either, and
-# fails to parse.)
+# A valid JSON text deeper than the limit has an opener and a closer per level, so shorter
+# frames are never scanned. (A shorter invalid one nests a few hundred levels at most before
+# the parser stops at its error; a RecursionError there would be caught all the same.)
 _DEPTH_SCAN_ABOVE = 2 * MAX_NESTING_DEPTH
 _OPENERS = (b"[", b"{")
 _ONLY_OPENERS = bytes(c for c in range(256) if c not in b"[{")
