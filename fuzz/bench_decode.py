@@ -1,8 +1,8 @@
 """Time ``codec.decode`` on representative frames (ns per call, best of several runs).
 
     PYTHONPATH=. python fuzz/bench_decode.py
-    git show main:mcpkit/protocol/codec.py > /tmp/codec_main.py
-    PYTHONPATH=. python fuzz/bench_decode.py --baseline /tmp/codec_main.py
+    baseline=$(mktemp --suffix .py) && git show main:mcpkit/protocol/codec.py > "$baseline"
+    PYTHONPATH=. python fuzz/bench_decode.py --baseline "$baseline"
 
 With ``--baseline`` another version of ``codec.py`` is loaded beside this one and the two
 are timed alternately, run after run, so that a busy machine slows both alike.
