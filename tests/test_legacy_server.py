@@ -923,3 +923,22 @@ def test_http_modern_requests_work_concurrently_with_a_legacy_session(legacy_url
             release.set()
             stream.close()
             s.delete()
+
+
+@pytest.mark.parametrize("bad", [1.5, [1], True, "x"])
+def test_non_object_meta_in_a_session_is_invalid_params(bad: Any) -> None:
+    """A legacy request whose _meta is not an object gets -32602, and the session goes on."""
+    peer = LegacyStdioPeer([sys.executable, str(DEMO)])
+    try:
+        peer.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "p", "version": "1"}}})
+        assert "result" in peer.recv_response()
+        peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        # (raw: the harness's own send reads _meta as an object)
+        peer.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": bad}}).encode() + b"\n")
+        reply = peer.recv_response()
+        assert reply["id"] == 1 and reply["error"]["code"] == -32602, reply
+        peer.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        assert peer.recv_response()["result"]["tools"]
+    finally:
+        peer.close()

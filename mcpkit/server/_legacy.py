@@ -118,7 +118,10 @@ class LegacySession:
         if method in eras.MODERN_ONLY_METHODS:
             raise errors.method_not_found(method)
         # Everything else is the modern handler with a _meta built from this session.
-        meta = dict(params.get("_meta") or {})
+        given = params.get("_meta")
+        if given is not None and not isinstance(given, dict):
+            raise errors.invalid_params("params._meta must be an object")
+        meta = dict(given or {})
         meta[M.PROTOCOL_VERSION] = self.version
         meta[M.CLIENT_CAPABILITIES] = self.client_capabilities
         if self.client_info is not None:

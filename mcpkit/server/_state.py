@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
-from typing import Any, Iterable
-
-# hashlib and base64 are imported where used: a server that never asks for input never pays for them.
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
+
+# hashlib and base64 are imported where used: a server that never asks for input never pays for them.
 
 log = logging.getLogger("mcpkit.server")
 
@@ -23,6 +25,8 @@ _VERSION = b"\x01"
 _AAD = b"mcpkit/requestState/v1"
 #: The one message every verification failure gets; the reason goes to the server log only.
 INVALID_STATE_MESSAGE = "Invalid or expired requestState"
+#: What seal() writes: the base64url alphabet (RFC 4648 §5), no padding.
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
 
 
 class StateError(Exception):
@@ -92,10 +96,14 @@ class KeyRing:
     def open(self, token: str) -> bytes:
         import base64
 
-        try:
-            blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        except (ValueError, TypeError):
-            raise StateError("not base64url") from None
+        # Canonical unpadded base64url only, exactly as seal() writes it. The lenient decoder
+        # would also take padding, stray characters, the +/ alphabet and non-zero trailing
+        # bits, so that many strings would open as one token; each of those is refused.
+        if type(token) is not str or _B64URL.fullmatch(token) is None or len(token) % 4 == 1:
+            raise StateError("not canonical base64url")
+        blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        if base64.urlsafe_b64encode(blob).rstrip(b"=") != token.encode("ascii"):
+            raise StateError("not canonical base64url (non-zero trailing bits)")
         if len(blob) < 1 + 4 + 12 + 16 or blob[:1] != _VERSION:
             raise StateError("malformed or unknown version")
         key_id = blob[1:5]
@@ -104,7 +112,8 @@ class KeyRing:
         from cryptography.exceptions import InvalidTag
 
         try:
-            return self._cipher(key_id).decrypt(blob[5:17], blob[17:], _AAD)
+            plain: bytes = self._cipher(key_id).decrypt(blob[5:17], blob[17:], _AAD)
+            return plain
         except InvalidTag:
             raise StateError("authentication failed (tampered)") from None
 
