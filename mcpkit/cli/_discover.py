@@ -61,6 +61,7 @@ def main(argv: list[str]) -> int:
 
     async def body(client: Client) -> int:
         report = await probe(client, target)
+        report.pop("discoveredAt", None)
         if ns.json:
             sys.stdout.write(dump_json(report) + "\n")
         else:
@@ -71,10 +72,14 @@ def main(argv: list[str]) -> int:
 
 
 async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[str, Any]:
-    """Everything about a started client's server: era, DiscoverResult, and its lists."""
+    """Everything about a started client's server: era, DiscoverResult, and its lists.
+    ``report["discoveredAt"]`` is the ``time.monotonic()`` when the card was in hand."""
+    import time
+
     import msgspec
 
     raw = dict(await client.discover_raw())
+    discovered_at = time.monotonic()
     report: dict[str, Any] = {"era": client.era}
     if client.era == "legacy":
         for key in _INVENTED_FOR_LEGACY:
@@ -88,6 +93,7 @@ async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[s
                 report[key] = [msgspec.to_builtins(x) for x in await getattr(client, method)()]
     if client.era == "modern" and await answers_initialize(target):
         report["era"] = "dual"
+    report["discoveredAt"] = discovered_at
     return report
 
 
