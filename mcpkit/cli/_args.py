@@ -85,7 +85,8 @@ def check(name: str, schema: Any, values: dict[str, Any], raw: dict[str, str]) -
     """The arguments to send, checked (and string-coerced) against ``schema``; CliError if wrong."""
     if not isinstance(schema, dict):
         return values
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    found = schema.get("properties")
+    props: dict[str, Any] = found if isinstance(found, dict) else {}
     out: dict[str, Any] = {}
     for key, value in values.items():
         prop = props.get(key)

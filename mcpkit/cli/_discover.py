@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _session
 from ._list import first_line, tool_lines
-from ._target import Target, add_target_options, dump_json
+from ._target import Target, add_target_options, dump_json, kill_process
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -102,22 +102,46 @@ async def answers_initialize(target: Target) -> bool:
     from ..client import Client
     from ..errors import MCPError, TransportError
 
-    timeout = min(target.timeout, 5.0)
+    # What is left of the whole probe's time (keeping a moment to report): a server whose
+    # legacy answer does not come in time is reported as modern, not as a failure.
+    timeout = target.time_left(5.0) - 0.25
+    if timeout <= 0.1:
+        return False
     if target.url is not None:
         probe = Client(target.url, mode="legacy", timeout=timeout, headers=target.headers or None,
                        bearer_token=target.bearer)
     else:
         assert target.argv is not None
         probe = Client(target.argv, mode="legacy", timeout=timeout, env=target.env or None, stderr=subprocess.DEVNULL)
+    start = asyncio.ensure_future(probe.start())
     try:
-        await asyncio.wait_for(probe.start(), timeout)
+        done, _pending = await asyncio.wait({start}, timeout=timeout)
+        if not done:
+            kill_process(probe)  # before cancelling: a cancelled start() closes politely, which takes seconds
+            start.cancel()
+            await asyncio.gather(start, return_exceptions=True)
+            return False
+        start.result()
         return probe.era == "legacy"
     except (TimeoutError, MCPError, TransportError, OSError):
         return False
     finally:
+        await close_quickly(probe, target)
+
+
+
+async def close_quickly(client: Client, target: Target) -> None:
+    """Close ``client`` within the time left; a server process still running then is killed."""
+    try:
+        await asyncio.wait_for(client.close(), max(0.2, target.time_left(5.0)))
+    except Exception:
+        pass
+    proc = getattr(getattr(client.transport, "proc", None), "proc", None)
+    if proc is not None and proc.returncode is None:
         try:
-            await asyncio.wait_for(probe.close(), 5.0)
-        except Exception:
+            proc.kill()
+            await asyncio.wait_for(proc.wait(), 1.0)
+        except (ProcessLookupError, TimeoutError):
             pass
 
 

@@ -104,12 +104,14 @@ def entry_target(entry: dict[str, Any], ns: argparse.Namespace) -> Target | str:
     if kind == "sse":
         return "the HTTP+SSE transport (2024-11-05) is not supported"
     if isinstance(url, str):
-        headers = entry.get("headers") if isinstance(entry.get("headers"), dict) else {}
+        given = entry.get("headers")
+        headers: dict[str, Any] = given if isinstance(given, dict) else {}
         return Target(url=url, headers={str(k): str(v) for k, v in headers.items()}, timeout=ns.timeout)
     command = entry.get("command")
     if isinstance(command, str) and command:
-        args = entry.get("args") if isinstance(entry.get("args"), list) else []
-        env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+        given_args, given_env = entry.get("args"), entry.get("env")
+        args: list[Any] = given_args if isinstance(given_args, list) else []
+        env: dict[str, Any] = given_env if isinstance(given_env, dict) else {}
         target = Target(argv=[command, *[str(a) for a in args]], env={str(k): str(v) for k, v in env.items()},
                         timeout=ns.timeout)
         return target
@@ -137,7 +139,8 @@ async def probe_one(name: str, source: str, entry: dict[str, Any], ns: argparse.
     try:
         client = target.client()
         try:
-            async with asyncio.timeout(ns.timeout):
+            target.deadline = asyncio.get_running_loop().time() + ns.timeout
+            async with asyncio.timeout_at(target.deadline):
                 await client.start()
                 report = await probe(client, target, lists=False)
                 raw = report["discover"]
@@ -158,7 +161,7 @@ async def probe_one(name: str, source: str, entry: dict[str, Any], ns: argparse.
     except Exception as exc:
         if not isinstance(exc, errors_to_catch()) and type(exc).__name__ != "CliError":
             raise
-        row["error"] = describe_error(exc, ns.timeout)
+        row["error"] = describe_error(exc, ns.timeout, credentials=target.sends_credentials)
         if isinstance(exc, HttpStatusError) and exc.status in (401, 403):
             row["auth"] = True
         stderr = [ln.strip() for ln in target.server_output(3) if ln.startswith("  ")]
@@ -245,7 +248,7 @@ def render_table(rows: list[dict[str, Any]]) -> str:
             "required" if r["auth"] else "-",
         ])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
     failed = [r for r in rows if r["error"]]
     if failed:
         out.append("")

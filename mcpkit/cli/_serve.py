@@ -22,13 +22,14 @@ PROG = "mcpkit serve"
 _CHILD_ENV = "MCPKIT_SERVE_RELOAD_CHILD"
 
 
-def _port(text: str) -> int:
+def _port(text: str) -> int | str:
+    """The port, or why ``text`` is not one (said in one line by :func:`main`)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+        return f"--port {text!r} is not a port number"
     if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is out of range (0-65535)")
+        return f"--port {value} is out of range (0-65535)"
     return value
 
 
@@ -41,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("spec", metavar="FILE.py[:attr] | module[:attr]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio (needs mcpkit[http])")
     p.add_argument("--host", default="127.0.0.1", help="bind address for --http (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=8000, help="port for --http (default 8000)")
+    p.add_argument("--port", default="8000", help="port for --http (default 8000)")
     p.add_argument("--path", default="/mcp", help="the endpoint path for --http (default /mcp)")
     p.add_argument("--allowed-host", action="append", metavar="HOST[:PORT]",
                    help="a Host header to accept (repeatable; default: loopback names only)")
@@ -69,6 +70,11 @@ def _stopped_line(signum: int) -> None:
 def main(argv: list[str]) -> int:
     p = parser()
     ns = p.parse_args(argv)
+    port = _port(ns.port)
+    if isinstance(port, str):
+        print(f"{PROG}: {port}", file=sys.stderr)
+        return 2
+    ns.port = port
     if ns.reload:
         if not ns.http:
             print(f"{PROG}: --reload needs --http (a stdio server belongs to the one host that started it)",
@@ -321,8 +327,8 @@ def load_server(spec: str) -> tuple[Server, bool]:
         raise _RunAtImport(server)
 
     saved = Server.run, _stdio_main.run_stdio_server
-    Server.run = run_at_import  # type: ignore[method-assign,assignment]
-    _stdio_main.run_stdio_server = stdio_at_import  # type: ignore[assignment]
+    Server.run = run_at_import  # type: ignore[method-assign]
+    _stdio_main.run_stdio_server = stdio_at_import
     module: Any = None
     attr: str | None = None
     try:

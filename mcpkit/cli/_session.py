@@ -9,7 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._target import CliError, Target, errors_to_catch, failure, resolve_target, split_command, usage_error
+from ._target import CliError, Target, errors_to_catch, failure, kill_process, resolve_target, split_command, usage_error
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -46,12 +46,17 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
         except (TypeError, ValueError) as exc:
             print(f"{prog}: {target.label}: {exc}", file=sys.stderr)
             return 2
+        loop = asyncio.get_running_loop()
+        target.deadline = loop.time() + target.timeout
+        # At the deadline a stuck server process is killed, so giving up takes no longer.
+        reaper = loop.call_at(target.deadline + 0.05, kill_process, client)
         try:
             try:
-                async with asyncio.timeout(target.timeout):
+                async with asyncio.timeout_at(target.deadline):
                     await client.start()
                     return await body(client)
             finally:
+                reaper.cancel()
                 await _close(client)
         except CliError as exc:
             print(f"{prog}: {exc}", file=sys.stderr)

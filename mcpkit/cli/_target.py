@@ -96,8 +96,22 @@ class Target:
         self.bearer = bearer
         self.env = env or {}
         self.timeout = timeout
+        #: The event loop time by which everything must be done (set when a session starts).
+        self.deadline: float | None = None
         self._stderr: IO[bytes] | None = None
         self._garbage = _GarbageLog()
+
+    def time_left(self, cap: float) -> float:
+        """Seconds left before :attr:`deadline` (at most ``cap``; the whole ``timeout`` before a session)."""
+        import asyncio
+
+        if self.deadline is None:
+            return min(cap, self.timeout)
+        return max(0.0, min(cap, self.deadline - asyncio.get_running_loop().time()))
+
+    @property
+    def sends_credentials(self) -> bool:
+        return bool(self.bearer) or any(k.lower() == "authorization" for k in self.headers)
 
     @property
     def transport(self) -> str:
@@ -157,9 +171,8 @@ class _GarbageLog(logging.Handler):
         self._installed = False
 
     def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if "invalid message" in msg:
-            self.lines.append(msg.split(": ", 2)[-1])
+        if "invalid message" in str(record.msg) and isinstance(record.args, tuple) and record.args:
+            self.lines.append(str(record.args[-1]))
 
     def install(self) -> None:
         if not self._installed:
@@ -174,6 +187,16 @@ class _GarbageLog(logging.Handler):
             logger.removeHandler(self)
             logger.propagate = True
             self._installed = False
+
+
+def kill_process(client: Client) -> None:
+    """Kill a stdio client's server process now (a polite close waits seconds for a stuck one)."""
+    proc = getattr(getattr(client.transport, "proc", None), "proc", None)
+    if proc is not None and proc.returncode is None:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
 
 
 def require_http_extra() -> None:
@@ -226,8 +249,8 @@ def _with_options(target: Target, ns: argparse.Namespace) -> Target:
 
 
 # ---------------------------------------------------------------- failures, worded
-def describe_error(exc: BaseException, timeout: float | None = None) -> str:
-    """One line for a failure talking to a server."""
+def describe_error(exc: BaseException, timeout: float | None = None, *, credentials: bool = False) -> str:
+    """One line for a failure talking to a server (``credentials``: some were sent)."""
     from ..errors import HttpStatusError, MCPError
 
     if isinstance(exc, MCPError):
@@ -235,6 +258,8 @@ def describe_error(exc: BaseException, timeout: float | None = None) -> str:
     if isinstance(exc, HttpStatusError):
         if exc.status == 401:
             how = _www_authenticate(exc.headers)
+            if credentials:
+                return f"the server refused the credentials given (HTTP 401{how})"
             return (f"the server requires authorization (HTTP 401{how}): "
                     "pass --bearer TOKEN or --header 'Authorization: ...'")
         if exc.status == 403:
@@ -260,7 +285,8 @@ def _www_authenticate(headers: Any) -> str:
 
 def failure(prog: str, target: Target, exc: BaseException) -> int:
     """Print the failure (and what a server process wrote), return the exit status."""
-    print(f"{prog}: {target.label}: {describe_error(exc, target.timeout)}", file=sys.stderr)
+    print(f"{prog}: {target.label}: {describe_error(exc, target.timeout, credentials=target.sends_credentials)}",
+          file=sys.stderr)
     for line in target.server_output():
         print(line, file=sys.stderr)
     return 1
