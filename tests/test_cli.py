@@ -14,26 +14,13 @@ import msgspec
 import pytest
 
 from mcpkit.protocol import types as t
-from tests.helpers.cli import mcpkit, mcpkit_without_http_extra, served
+from tests.helpers.cli import AUTH_SERVER, GARBAGE, everything_argv, mcpkit, mcpkit_without_http_extra, served
 from tests.helpers.messages import VERSION, request
-from tests.helpers.paths import DEMO, MISBEHAVING, ROOT, SERVERS, TEST_SERVER, serve_argv, subprocess_env
-from tests.helpers.peers import run_install_script
-
-GARBAGE = SERVERS / "cli_garbage.py"
-AUTH_SERVER = SERVERS / "cli_auth_server.py"
+from tests.helpers.paths import DEMO, MISBEHAVING, ROOT, TEST_SERVER, serve_argv, subprocess_env
 
 
 def discover(*cmd: str | Path, opts: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     return mcpkit("discover", *opts, "--", sys.executable, *cmd)
-
-
-def everything_argv() -> list[str]:
-    """npm @modelcontextprotocol/server-everything over stdio (a 2025-11-25 server)."""
-    proc, out = run_install_script(["everything"])
-    node, entry = out.get("PEER_EVERYTHING_NODE"), out.get("PEER_EVERYTHING_BIN")
-    if proc.returncode != 0 or not node or not entry or not Path(entry).is_file():
-        pytest.fail(f"server-everything is not installed (scripts/install_peers.sh everything):\n{proc.stderr[-2000:]}")
-    return [node, entry, "stdio"]
 
 
 # ====================================================================== the command itself

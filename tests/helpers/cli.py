@@ -16,8 +16,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from tests.helpers.paths import ROOT, subprocess_env
+from tests.helpers.paths import ROOT, SERVERS, subprocess_env
+from tests.helpers.peers import run_install_script
 from tests.helpers.servers import free_port
+
+#: The demo behind a bearer-token check (``cli_auth_server.py PORT``; the token is ``s3cret``).
+AUTH_SERVER = SERVERS / "cli_auth_server.py"
+#: Prints log lines on stdout instead of answering (not an MCP server).
+GARBAGE = SERVERS / "cli_garbage.py"
 
 #: ``serving NAME VERSION on URL (ERAS)``: the line ``mcpkit serve`` writes when it starts.
 STARTUP = re.compile(r"^serving (\S+) (\S+) on (\S+) \((.+)\)$")
@@ -28,6 +34,18 @@ WITHOUT_HTTP_EXTRA = ("import sys\n"
                       "sys.modules['uvicorn'] = None\n"
                       "from mcpkit.cli import main\n"
                       "sys.exit(main(sys.argv[1:]))\n")
+
+
+def everything_argv() -> list[str]:
+    """npm @modelcontextprotocol/server-everything over stdio (a 2025-11-25 server); fails the
+    test when it cannot be installed."""
+    import pytest
+
+    proc, out = run_install_script(["everything"])
+    node, entry = out.get("PEER_EVERYTHING_NODE"), out.get("PEER_EVERYTHING_BIN")
+    if proc.returncode != 0 or not node or not entry or not Path(entry).is_file():
+        pytest.fail(f"server-everything is not installed (scripts/install_peers.sh everything):\n{proc.stderr[-2000:]}")
+    return [node, entry, "stdio"]
 
 
 def mcpkit(*args: str | Path, cwd: Path | str = ROOT, timeout: float = 60, input: str | None = "",
