@@ -14,7 +14,10 @@ here get a sensible default: discover, list tools, call every listed tool with s
 The revision picks the lifecycle: 2026-07-28 pins the stateless wire, 2025-11-25 (and older)
 pins the legacy ``initialize`` handshake with sessions.
 
-Not implemented yet (exit 2 with a message): auth/* scenarios (OAuth: a later issue).
+auth/* scenarios run with ``mcpkit.auth.OAuth``: the mock authorization endpoint redirects
+straight back, so the headless ``follow_redirects`` authorizer plays the user; credentials
+for the pre-registered, client-credentials, enterprise and workload-identity scenarios come
+from MCP_CONFORMANCE_CONTEXT.
 
 Usage: python conformance/client.py [--scenario NAME] <server-url>
 """
@@ -246,6 +249,45 @@ async def sse_retry(url: str) -> None:
         log.info("result: %s", result.content)
 
 
+#: The Client ID Metadata Document URL the harness expects (auth/basic-cimd).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+def make_oauth(url: str, name: str) -> Any:
+    """The OAuth hook for an auth/* scenario, configured from MCP_CONFORMANCE_CONTEXT."""
+    from mcpkit.auth import OAuth, follow_redirects
+
+    ctx = context()
+    common: dict[str, Any] = {"authorizer": follow_redirects(), "redirect_uri": REDIRECT_URI,
+                              "client_name": "mcpkit-conformance-client"}
+    if ctx.get("idp_token_endpoint"):
+        return OAuth(url, grant="enterprise", client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
+                     idp_token_endpoint=ctx["idp_token_endpoint"], idp_id_token=ctx["idp_id_token"],
+                     idp_client_id=ctx.get("idp_client_id"), **common)
+    if ctx.get("valid_jwt"):
+        return OAuth(url, grant="jwt_bearer", client_id=ctx.get("client_id"), assertion=ctx["valid_jwt"], **common)
+    if "client-credentials" in name and ctx.get("client_id"):
+        return OAuth(url, grant="client_credentials", client_id=ctx["client_id"],
+                     client_secret=ctx.get("client_secret"), private_key=ctx.get("private_key_pem"),
+                     signing_algorithm=ctx.get("signing_algorithm") or "ES256", **common)
+    if ctx.get("client_id"):
+        return OAuth(url, client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
+                     issuer=ctx.get("issuer"), **common)
+    return OAuth(url, client_metadata_url=CIMD_URL, **common)
+
+
+async def auth_flow(url: str, name: str) -> None:
+    """auth/*: list tools and call each one, authorizing on the way; the first failure ends
+    the run (a refused authorization is the expected outcome of several scenarios)."""
+    async with make_client(url, auth=make_oauth(url, name)) as client:
+        tools = await client.list_tools()
+        log.info("tools: %s", [t.name for t in tools])
+        for tool in tools:
+            result = await client.call_tool(tool.name, stub_arguments(tool.inputSchema))
+            log.info("called %s: isError=%s", tool.name, result.isError)
+
+
 async def default_flow(url: str) -> None:
     """Unknown scenario: discover (if the server has it), list tools, call each one."""
     async with make_client(url) as client:
@@ -271,10 +313,6 @@ def main(argv: list[str]) -> int:
     url = args[-1]
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or MODERN_VERSION
 
-    if name.startswith("auth/"):
-        print(f"client.py: scenario {name!r}: OAuth authorization is not implemented yet "
-              "(it comes with the OAuth issue)", file=sys.stderr)
-        return 2
     global MODE
     if version in LEGACY_VERSIONS:
         MODE = "legacy"
@@ -285,7 +323,10 @@ def main(argv: list[str]) -> int:
         return 2
 
     handler = SCENARIOS.get(name)
-    if handler is None:
+    if handler is None and name.startswith("auth/"):
+        async def handler(url: str) -> None:
+            await auth_flow(url, name)
+    elif handler is None:
         log.info("scenario %r has no dedicated handler: running the default flow", name)
         handler = default_flow
     log.info("scenario %r at %s against %s", name, version, url)

@@ -61,7 +61,7 @@ async def count_down(ctx: Context, start: int = 3) -> str:
 @server.resource("demo://clock", mime_type="text/plain", ttl_ms=0, cache_scope="public")
 def clock() -> str:
     """The server's current UTC time."""
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    return dt.datetime.now(dt.UTC).isoformat()
 
 
 @server.resource("notes://{name}", mime_type="text/plain")

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__ as __version__
 
 _EXPORTS = {
+    # server
     "Server": "mcpkit.server",
     "Context": "mcpkit.server",
     "Header": "mcpkit.server",
-    "ToolError": "mcpkit.server",
     "text": "mcpkit.server",
     "image": "mcpkit.server",
     "audio": "mcpkit.server",
@@ -22,30 +22,62 @@ _EXPORTS = {
     "resource_contents": "mcpkit.server",
     "user": "mcpkit.server",
     "assistant": "mcpkit.server",
-    "Client": "mcpkit.client",
-    "TransportError": "mcpkit.client",
-    "ProtocolError": "mcpkit.client",
-    "EraCache": "mcpkit.client._era",
     "KeyRing": "mcpkit.server._state",
     "Bus": "mcpkit.server._bus",
     "InMemoryBus": "mcpkit.server._bus",
     "Change": "mcpkit.server._bus",
-    "MCPError": "mcpkit.protocol.errors",
+    # client
+    "Client": "mcpkit.client",
+    "Auth": "mcpkit.client",
+    "BearerAuth": "mcpkit.client",
+    "EraCache": "mcpkit.client",
+    # errors
+    "MCPKitError": "mcpkit.errors",
+    "MCPError": "mcpkit.errors",
+    "ToolError": "mcpkit.errors",
+    "TransportError": "mcpkit.errors",
+    "TransportClosed": "mcpkit.errors",
+    "ProtocolError": "mcpkit.errors",
+    "HttpStatusError": "mcpkit.errors",
+    # wire types and versions
     "types": "mcpkit.protocol.types",
     "LATEST_PROTOCOL_VERSION": "mcpkit.protocol.versions",
 }
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = [
+    "LATEST_PROTOCOL_VERSION", "Auth", "BearerAuth", "Bus", "Change", "Client", "Context", "EraCache", "Header",
+    "HttpStatusError", "InMemoryBus", "KeyRing", "MCPError", "MCPKitError", "ProtocolError", "Server", "ToolError",
+    "TransportClosed", "TransportError", "__version__", "assistant", "audio", "embedded", "image",
+    "resource_contents", "text", "types", "user",
+]
 
 if TYPE_CHECKING:
-    from .client import Client, ProtocolError, TransportError
-    from .client._era import EraCache
-    from .server._bus import Bus, Change, InMemoryBus
-    from .server._state import KeyRing
-    from .protocol import types
-    from .protocol.errors import MCPError
+    from .client import Auth as Auth
+    from .client import BearerAuth as BearerAuth
+    from .client import Client as Client
+    from .client import EraCache as EraCache
+    from .errors import HttpStatusError as HttpStatusError
+    from .errors import MCPError as MCPError
+    from .errors import MCPKitError as MCPKitError
+    from .errors import ProtocolError as ProtocolError
+    from .errors import ToolError as ToolError
+    from .errors import TransportClosed as TransportClosed
+    from .errors import TransportError as TransportError
+    from .protocol import types as types
     from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
-    from .server import (Context, Header, Server, ToolError, assistant, audio, embedded, image,
-                         resource_contents, text, user)
+    from .server import Context as Context
+    from .server import Header as Header
+    from .server import Server as Server
+    from .server import assistant as assistant
+    from .server import audio as audio
+    from .server import embedded as embedded
+    from .server import image as image
+    from .server import resource_contents as resource_contents
+    from .server import text as text
+    from .server import user as user
+    from .server._bus import Bus as Bus
+    from .server._bus import Change as Change
+    from .server._bus import InMemoryBus as InMemoryBus
+    from .server._state import KeyRing as KeyRing
 
 
 def __getattr__(name: str) -> Any:

@@ -351,3 +351,21 @@ def test_env_reaches_a_stdio_server(tmp_path):
     proc = mcpkit("call", "show", "-e", "CLI_TEST_VALUE=hello world", server)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "hello world\n"
+
+
+def test_bearer_token_from_the_environment(auth_url):
+    from tests.helpers.paths import subprocess_env
+
+    proc = mcpkit("call", "add", "a=1", "b=2", auth_url, env=subprocess_env(MCPKIT_BEARER_TOKEN="s3cret"))
+    assert proc.returncode == 0 and proc.stdout == "3\n", proc.stderr
+
+
+# ====================================================================== login / logout (mcpkit._login_cli)
+def test_login_and_logout_are_wired(tmp_path):
+    assert "login" in mcpkit("--help").stdout
+    assert "--client-credentials" in mcpkit("login", "--help").stdout
+    proc = mcpkit("logout", "http://127.0.0.1:9/mcp", "--token-store", tmp_path / "tokens.json", "--no-revoke")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "No stored tokens for http://127.0.0.1:9/mcp.\n"
+    bad = mcpkit("login", "not-a-url")
+    assert bad.returncode == 2 and "URL must be http(s)" in bad.stderr

@@ -186,7 +186,7 @@ def test_each_inspector_run_opens_listen_and_sends_log_level(run_inspector, tran
     """The recorded traffic of EACH run: a modern-era ``subscriptions/listen`` request that our
     server acknowledged, and the per-request ``io.modelcontextprotocol/logLevel`` in ``_meta``."""
     run = run_inspector(transport, *run_args)
-    run.output  # the run itself succeeded
+    assert run.output is not None  # the run itself succeeded
 
     listens = run.requests("subscriptions/listen")
     assert listens, f"no subscriptions/listen request reached our server\n{run.describe()}"

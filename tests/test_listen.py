@@ -246,7 +246,7 @@ def test_fanout_1000_notifications_to_50_listeners_in_process() -> None:
     replies = asyncio.run(go())
     assert len(server.bus) == 0
     total = 0
-    for (sid, filt, got), reply in zip(listeners, replies):
+    for (sid, filt, got), reply in zip(listeners, replies, strict=True):
         msgs = [json.loads(b) for b in got]
         for m in msgs:
             check_wire(m)
@@ -282,7 +282,7 @@ def test_fanout_over_the_wire_with_ids_of_both_json_types(side_factory) -> None:
         assert await side.tool("fire", {"rounds": rounds}) == 100
         for lst in lsts:
             want = expected(lst.filt, rounds)
-            await until(lambda: len(lst.notes) >= len(want), f"listener {lst.id!r}")
+            await until(lambda lst=lst, want=want: len(lst.notes) >= len(want), f"listener {lst.id!r}")
         await asyncio.sleep(0.2)  # room for anything extra (a crossing) to show up
         for lst in lsts:
             assert lst.ack["params"]["notifications"] == lst.filt

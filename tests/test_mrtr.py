@@ -442,7 +442,7 @@ def test_missing_client_capability_is_32021(wire: Wire, case: str) -> None:
 
 
 def test_declared_capability_gets_input_required_instead(wire: Wire) -> None:
-    for method, p, caps, required in CAPABILITY_CASES.values():
+    for method, p, _caps, _required in CAPABILITY_CASES.values():
         status, reply = wire.call(method, p, caps=ALL_CAPS)
         assert reply["result"]["resultType"] == "input_required", (method, p, reply)
         for req in reply["result"]["inputRequests"].values():

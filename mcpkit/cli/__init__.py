@@ -21,7 +21,7 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 
-#: command -> (module, one-line help)
+#: command -> (module[:function], one-line help); the function defaults to ``main``
 COMMANDS: dict[str, tuple[str, str]] = {
     "call": ("_call", "call a tool and print its result"),
     "list": ("_list", "list a server's tools, resources, resource templates or prompts"),
@@ -30,11 +30,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "discover": ("_discover", "show what a server is: identity, era, versions, capabilities, tools"),
     "scan": ("_scan", "probe every MCP server configured on this machine (or in CONFIG files)"),
     "serve": ("_serve", "run a server defined in FILE.py or module[:attr]"),
+    "login": ("_login:login", "authorize to a server (OAuth) and keep the tokens (needs mcpkit[oauth])"),
+    "logout": ("_login:logout", "forget (and revoke) the stored tokens for a server"),
 }
 
 EPILOG = """\
 TARGET (for call, list, read, prompt, discover):
-  http(s)://HOST/PATH       a Streamable HTTP server (needs the http extra: pip install 'mcpkit[http]')
+  http(s)://HOST/PATH       a Streamable HTTP server (needs the http extra: pip install 'mcpkit[http]';
+                            --bearer TOKEN, or the tokens `mcpkit login URL` kept)
   FILE.py[:attr]            a server file, run with this Python
   -- COMMAND [ARGS...]      a stdio server command, at the end of the line
 
@@ -75,8 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     import importlib
 
-    module = importlib.import_module(f"{__name__}.{COMMANDS[args[0]][0]}")
-    run: Callable[[list[str]], int] = module.main
+    modname, _, func = COMMANDS[args[0]][0].partition(":")
+    module = importlib.import_module(f"{__name__}.{modname}")
+    run: Callable[[list[str]], int] = getattr(module, func or "main")
     try:
         return run(args[1:])
     except KeyboardInterrupt:

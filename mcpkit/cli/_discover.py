@@ -109,7 +109,7 @@ async def answers_initialize(target: Target) -> bool:
         return False
     if target.url is not None:
         probe = Client(target.url, mode="legacy", timeout=timeout, headers=target.headers or None,
-                       bearer_token=target.bearer)
+                       auth=target.auth())
     else:
         assert target.argv is not None
         probe = Client(target.argv, mode="legacy", timeout=timeout, env=target.env or None, stderr=subprocess.DEVNULL)

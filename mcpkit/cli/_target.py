@@ -41,11 +41,14 @@ def add_target_options(parser: argparse.ArgumentParser, *, timeout: float = 30.0
     g = parser.add_argument_group("connection")
     g.add_argument("--header", "-H", action="append", default=[], metavar="K:V",
                    help="an HTTP header for every request (repeatable)")
-    g.add_argument("--bearer", metavar="TOKEN", help="send Authorization: Bearer TOKEN (HTTP)")
     g.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VAL",
                    help="an environment variable for a stdio server (repeatable)")
     g.add_argument("--timeout", type=float, default=timeout, metavar="SECONDS",
                    help=f"give up after this many seconds, everything included (default {timeout:g})")
+    # --bearer TOKEN, client credentials, stored OAuth tokens (`mcpkit login`): shared with login.
+    from .._login_cli import add_auth_options
+
+    add_auth_options(parser)
 
 
 def looks_like_url(text: str) -> bool:
@@ -96,6 +99,9 @@ class Target:
         self.bearer = bearer
         self.env = env or {}
         self.timeout = timeout
+        #: The parsed command line, for the OAuth options (``mcpkit._login_cli.auth_from_args``).
+        self.args: argparse.Namespace | None = None
+        self._auth: Any = _UNSET
         #: The event loop time by which everything must be done (set when a session starts).
         self.deadline: float | None = None
         self._stderr: IO[bytes] | None = None
@@ -126,7 +132,7 @@ class Target:
         if self.url is not None:
             require_http_extra()
             headers = dict(self.headers)
-            return Client(self.url, headers=headers or None, bearer_token=self.bearer, **options)
+            return Client(self.url, headers=headers or None, auth=self.auth(), **options)
         assert self.argv is not None
         if self.headers or self.bearer:
             raise CliError("--header and --bearer are for http(s) URLs; use -e KEY=VAL for a stdio server", 2)
@@ -134,6 +140,27 @@ class Target:
             self._stderr = tempfile.TemporaryFile()
         self._garbage.install()
         return Client(self.argv, env=self.env or None, stderr=self._stderr, **options)
+
+    def auth(self) -> Any:
+        """The auth hook for an HTTP target: ``--bearer`` (or ``MCPKIT_BEARER_TOKEN``), client
+        credentials, or OAuth with stored tokens / a login on a terminal; None otherwise.
+        One hook per target (a second connection, e.g. the era probe, shares it)."""
+        if self._auth is not _UNSET:
+            return self._auth
+        from ..client import BearerAuth
+
+        hook: Any = None
+        if self.bearer:
+            hook = BearerAuth(self.bearer)
+        elif self.args is not None and self.url is not None and not self.sends_credentials:
+            try:
+                from .._login_cli import auth_from_args
+
+                hook = auth_from_args(self.args, self.url)
+            except ImportError as exc:
+                raise CliError(f"OAuth needs the oauth extra: pip install 'mcpkit[oauth]' ({exc})") from None
+        self._auth = hook
+        return hook
 
     def server_output(self, lines: int = 20) -> list[str]:
         """What the server wrote that was not MCP: its stderr (last ``lines`` lines) and the
@@ -159,6 +186,9 @@ class Target:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+
+_UNSET: Any = object()
 
 
 class _GarbageLog(logging.Handler):
@@ -240,7 +270,8 @@ def resolve_target(positionals: list[str], command: list[str] | None, ns: argpar
 
 def _with_options(target: Target, ns: argparse.Namespace) -> Target:
     target.headers = parse_pairs(ns.header, "--header", ":")
-    target.bearer = ns.bearer
+    target.bearer = ns.bearer or (os.environ.get("MCPKIT_BEARER_TOKEN") if target.url else None) or None
+    target.args = ns
     target.env = parse_pairs(ns.env, "-e", "=")
     target.timeout = ns.timeout
     if target.timeout <= 0:
@@ -261,7 +292,7 @@ def describe_error(exc: BaseException, timeout: float | None = None, *, credenti
             if credentials:
                 return f"the server refused the credentials given (HTTP 401{how})"
             return (f"the server requires authorization (HTTP 401{how}): "
-                    "pass --bearer TOKEN or --header 'Authorization: ...'")
+                    "pass --bearer TOKEN or --header 'Authorization: ...', or run mcpkit login URL")
         if exc.status == 403:
             return "the server refused these credentials (HTTP 403 Forbidden)"
         return str(exc)

@@ -22,11 +22,12 @@ class OutgoingRequest:
     HTTP headers; ignored off HTTP). The other attributes are the call's own options.
     """
 
-    __slots__ = ("method", "params", "headers", "on_note", "progress_token", "log_level", "timeout", "stamp_meta")
+    __slots__ = ("method", "params", "headers", "on_note", "progress_token", "log_level", "timeout", "stamp_meta",
+                 "http_method")
 
     def __init__(self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None,
                  on_note: OnNote | None = None, progress_token: str | None = None, log_level: str | None = None,
-                 timeout: float | None = None, stamp_meta: bool = True) -> None:
+                 timeout: float | None = None, stamp_meta: bool = True, http_method: str = "POST") -> None:
         self.method = method
         self.params = params
         self.headers: dict[str, str] = headers if headers is not None else {}
@@ -37,6 +38,9 @@ class OutgoingRequest:
         self.timeout = timeout
         #: False for ``initialize``, whose params carry no ``_meta``.
         self.stamp_meta = stamp_meta
+        #: The HTTP method it goes out with: POST, except a transport's own GET stream and
+        #: DELETE (an auth hook that signs requests, e.g. DPoP, needs it).
+        self.http_method = http_method
 
     def copy(self, params: dict[str, Any] | None) -> OutgoingRequest:
         """The same call with other params (an MRTR retry); headers start afresh."""
@@ -72,6 +76,11 @@ class Auth:
         """Which credentials this hook sends, so private cache entries never cross them.
         Empty by default; override when the credentials can change (another user, say)."""
         return ""
+
+    def client_extensions(self) -> dict[str, Any]:
+        """Extensions this hook implements, declared in the client's capabilities
+        (``clientCapabilities.extensions``, e.g. ``io.modelcontextprotocol/oauth-client-credentials``)."""
+        return {}
 
 
 class BearerAuth(Auth):

@@ -147,6 +147,8 @@ class Client:
             auth = BearerAuth(bearer_token)
         #: The auth hook (None: requests go out as they are, at no cost).
         self.auth = auth
+        if auth is not None and (declared := auth.client_extensions()):
+            self.capabilities["extensions"] = {**declared, **(self.capabilities.get("extensions") or {})}
         self.transport: ClientTransport = self._make_transport(
             target, env=env, cwd=cwd, stderr=stderr, http_given=http_given,
             http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
@@ -343,10 +345,10 @@ class Client:
         finally:
             await flow.aclose()
 
-    async def _auth_headers(self) -> Mapping[str, str]:
+    async def _auth_headers(self, http_method: str = "POST") -> Mapping[str, str]:
         """The auth hook's headers for a transport's own requests (no answer is shown to it)."""
         assert self.auth is not None
-        return (await first_step(self.auth, OutgoingRequest(""))).headers
+        return (await first_step(self.auth, OutgoingRequest("", http_method=http_method))).headers
 
     async def _send_handling_retries(self, req: OutgoingRequest) -> Response:
         """Resend when the answer says how to do better, each at most once: -32022 (another

@@ -27,8 +27,9 @@ log = logging.getLogger("mcpkit.client")
 
 #: Called per request for extra headers (e.g. a fresh token); sync or async.
 HeaderProvider = Callable[[], "Mapping[str, str] | Awaitable[Mapping[str, str]]"]
-#: The auth hook's headers, for the transport's own requests (GET stream, DELETE, answers).
-AuthHeaders = Callable[[], Awaitable[Mapping[str, str]]]
+#: The auth hook's headers, for the transport's own requests (GET stream, DELETE, answers);
+#: called with the request's HTTP method (a DPoP proof names it).
+AuthHeaders = Callable[[str], Awaitable[Mapping[str, str]]]
 
 _ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -222,11 +223,11 @@ class LegacyHttpTransport(HttpTransport):
             h["Mcp-Session-Id"] = self.session_id
         return await self._with_configured(h)
 
-    async def _own_headers(self) -> dict[str, str]:
+    async def _own_headers(self, http_method: str = "POST") -> dict[str, str]:
         """Headers for the transport's own requests (GET stream, DELETE, our answers)."""
         h = await self._headers("", None, None)
         if self.auth_headers is not None:
-            h.update(await self.auth_headers())
+            h.update(await self.auth_headers(http_method))
         return h
 
     def session_started(self, version: str) -> None:
@@ -260,7 +261,7 @@ class LegacyHttpTransport(HttpTransport):
                 if last_id is None or self.session_id is None:
                     break
                 await asyncio.sleep(retry_ms / 1000.0)
-                hdrs = await self._own_headers()
+                hdrs = await self._own_headers("GET")
                 hdrs["Accept"] = "text/event-stream"
                 hdrs["Last-Event-ID"] = last_id
                 if stream is not resp:
@@ -293,7 +294,7 @@ class LegacyHttpTransport(HttpTransport):
     async def _listen(self) -> None:
         try:
             client = await self._pool()
-            hdrs = await self._own_headers()
+            hdrs = await self._own_headers("GET")
             hdrs["Accept"] = "text/event-stream"
             async with client.stream("GET", self.url, headers=hdrs) as resp:
                 if resp.status_code != 200:
@@ -318,7 +319,7 @@ class LegacyHttpTransport(HttpTransport):
             self._stream.cancel()
         if self.session_id is not None and self._client is not None:
             try:
-                await self._client.request("DELETE", self.url, headers=await self._own_headers())
+                await self._client.request("DELETE", self.url, headers=await self._own_headers("DELETE"))
             except Exception:
                 pass
             self.session_id = None

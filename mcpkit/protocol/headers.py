@@ -203,7 +203,7 @@ def header_annotations(input_schema: Any) -> dict[str, tuple[str, ...]]:
     return found
 
 
-def _check_annotation(node: dict, loc: tuple[str, ...], path: tuple[str, ...], reachable: bool) -> str:
+def _check_annotation(node: dict[str, Any], loc: tuple[str, ...], path: tuple[str, ...], reachable: bool) -> str:
     where = _pointer(loc)
     name = node[ANNOTATION_KEY]
     if not isinstance(name, str):

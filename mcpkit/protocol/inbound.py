@@ -9,11 +9,13 @@ Order (each step only runs when the previous passed):
 
 from __future__ import annotations
 
-from typing import Any, Collection
+from collections.abc import Collection
+from typing import Any
 
 import msgspec
 
-from . import errors, meta as meta_keys
+from . import errors
+from . import meta as meta_keys
 from .codec import decode_params, params_dict
 from .types import REQUEST_PARAMS, RequestMeta, RequestParams
 
@@ -47,7 +49,7 @@ def check_request(
     raw_params: Any,
     supported_versions: Collection[str],
     capabilities: Collection[str],
-    extra_methods: "dict[str, tuple[type, str | None]] | None" = None,
+    extra_methods: dict[str, tuple[type, str | None]] | None = None,
 ) -> Checked:
     """Run the ladder on one request; raise :class:`errors.MCPError` at the first failed step.
 
@@ -59,17 +61,20 @@ def check_request(
         typ, cap = extra_methods[method]
     # Fast path: the common, valid request decodes in one pass.
     if typ is not None and (cap is None or cap in capabilities):
+        params: RequestParams | None = None
         try:
             params = decode_params(raw_params, typ) if raw_params is not None else None
             m = _to_meta(params.meta, RequestMeta) if params is not None else None
         except msgspec.ValidationError:
             m = None
-        if m is not None and m.protocolVersion in supported_versions:
+        if params is not None and m is not None and m.protocolVersion in supported_versions:
             return Checked(method, params, m)
     return _ladder(method, raw_params, supported_versions, capabilities, typ, cap)
 
 
-def _ladder(method, raw_params, supported_versions, capabilities, typ, cap) -> Checked:
+def _ladder(method: str, raw_params: Any, supported_versions: Collection[str], capabilities: Collection[str],
+            typ: type | None, cap: str | None) -> Checked:
+    """The slow path, step by step, so the first failing step names the error."""
     params = params_dict(raw_params)
     if params is None:
         raise errors.invalid_params("Missing params: every request needs params._meta")

@@ -45,6 +45,6 @@ def is_reserved(key: str) -> bool:
     return len(labels) >= 2 and labels[1] in ("modelcontextprotocol", "mcp")
 
 
-def invalid_keys(meta: dict) -> list[str]:
+def invalid_keys(meta: dict[str, object]) -> list[str]:
     """The keys of ``meta`` that break the key syntax."""
     return [k for k in meta if not (isinstance(k, str) and _KEY_RE.fullmatch(k))]

@@ -19,8 +19,13 @@ HEADERS: list[tuple[bytes, bytes]] = [
 KEEPALIVE = b": keep-alive\n\n"
 
 
+_MESSAGE_HEAD = b"event: message\ndata: "
+
+
 def frame(data: bytes, *, event: bytes = b"message", id: bytes | None = None) -> bytes:
     """One event carrying ``data`` (a single-line JSON text)."""
+    if id is None and event == b"message":
+        return _MESSAGE_HEAD + data + b"\n\n"  # every JSON-RPC message: one concatenation
     head = b"event: " + event + b"\n"
     if id is not None:
         head = b"id: " + id + b"\n" + head

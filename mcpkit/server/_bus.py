@@ -8,7 +8,8 @@ workers behind a load balancer) can replace :class:`InMemoryBus` without touchin
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, AsyncIterator, Literal, NamedTuple, Protocol
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import asyncio
@@ -40,7 +41,7 @@ class Bus(Protocol):
 class _MemorySubscription:
     __slots__ = ("bus", "queue", "closed")
 
-    def __init__(self, bus: "InMemoryBus", maxsize: int) -> None:
+    def __init__(self, bus: InMemoryBus, maxsize: int) -> None:
         import asyncio  # subscriptions exist only while serving, on the event loop
 
         self.bus = bus

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.types import RequestMeta
-from ._input import AskFn, check_capabilities, parse_answer, schema_of
+from ._input import InputChannel, InputRequests, check_capabilities, parse_answer, schema_of
 
 if TYPE_CHECKING:
     from ._server import Server
 
 #: Sends one notification (method, params) on this request's own stream.
-Emit = Callable[[str, dict], Awaitable[None]]
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-async def _no_emit(method: str, params: dict) -> None:  # transports without a stream for it
+async def _no_emit(method: str, params: dict[str, Any]) -> None:  # transports without a stream for it
     return None
+
+
+class TaskHandle(Protocol):
+    """What the tasks extension keeps in ``ctx.extensions`` for a tool call that is, or may
+    become, a task (see :mod:`mcpkit.server._tasks`)."""
+
+    @property
+    def task_id(self) -> str | None: ...
+
+    async def start(self) -> None: ...
+
+    async def set_status(self, message: str) -> None: ...
 
 
 class Context:
@@ -26,27 +39,52 @@ class Context:
     It carries this request's own ``_meta`` (version, client capabilities, client info,
     progress token, log level) and sends progress and log notifications on the request's
     stream. Nothing here outlives the request: the protocol is stateless.
+
+    Extensions may redirect a request: ``emitter`` (where notifications go),
+    ``input_channel`` (where questions go) and ``extensions`` (their own data) are theirs
+    to set.
     """
 
-    __slots__ = ("server", "request_id", "method", "meta", "_m", "_emit", "_last_progress", "_ask", "_counters", "state",
-                 "principal", "_task")
+    # Slots: one Context is made per request, so it stays small and quick to build.
+    __slots__ = ("server", "request_id", "method", "meta", "_m", "emitter", "_last_progress", "input_channel",
+                 "_counters", "state", "principal", "_ext")
 
-    def __init__(self, server: "Server", request_id: Any, method: str, meta: dict, m: RequestMeta, emit: Emit | None = None) -> None:
+    def __init__(self, server: Server, request_id: Any, method: str, meta: dict[str, Any], m: RequestMeta,
+                 emit: Emit | None = None) -> None:
         self.server = server
         self.request_id = request_id
         self.method = method
         #: The raw ``_meta`` of this request, every key included.
         self.meta = meta
         self._m = m
-        self._emit = emit or _no_emit
+        #: Sends this request's notifications (``ctx.emit`` calls it); replace it to redirect them.
+        self.emitter: Emit = emit or _no_emit
         self._last_progress: float | None = None
-        self._ask: AskFn | None = None  # set for methods that may ask the client for input
-        self._counters: dict[str, int] = {}
+        #: Where questions go; None for methods that may not ask (only MRTR methods may).
+        self.input_channel: InputChannel | None = None
+        self._counters: dict[str, int] | None = None  # made on the first auto-keyed question
         #: Handler data kept across MRTR rounds (sealed into requestState with the answers).
         self.state: dict[str, Any] = {}
         #: The authenticated caller, when the transport knows one (MRTR state and tasks are bound to it).
         self.principal: str | None = None
-        self._task: Any = None  # the tasks extension's run, for a tool call that may become a task
+        self._ext: dict[str, Any] | None = None  # made on first use: most requests carry no extension data
+
+    @property
+    def extensions(self) -> dict[str, Any]:
+        """Extensions' data for this request, keyed by extension id."""
+        ext = self._ext
+        if ext is None:
+            ext = self._ext = {}
+        return ext
+
+    def _task_handle(self) -> TaskHandle | None:
+        ext = self._ext
+        if not ext:
+            return None
+        from ..protocol.tasks import EXTENSION_ID  # already loaded: only the tasks extension stores data
+
+        task: TaskHandle | None = ext.get(EXTENSION_ID)
+        return task
 
     # ------------------------------------------------------------ what the client said
     @property
@@ -82,7 +120,7 @@ class Context:
         In a task (tasks extension) no notification is sent: ``message`` becomes the task's
         ``statusMessage``.
         """
-        task = self._task
+        task = self._task_handle()
         if task is not None and task.task_id is not None:
             if message is not None:
                 await task.set_status(message)
@@ -98,7 +136,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._emit("notifications/progress", params)
+        await self.emitter("notifications/progress", params)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` when this request set a log level at or below ``level``."""
@@ -113,7 +151,11 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._emit("notifications/message", params)
+        await self.emitter("notifications/message", params)
+
+    async def emit(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification on this request's stream (or wherever ``emitter`` points)."""
+        await self.emitter(method, params)
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
         await self.log("debug", data, logger)
@@ -131,7 +173,7 @@ class Context:
     @property
     def task_id(self) -> str | None:
         """The id of the task this tool call runs as, or None (see :mod:`mcpkit.server._tasks`)."""
-        task = self._task
+        task = self._task_handle()
         return task.task_id if task is not None else None
 
     async def start_task(self) -> bool:
@@ -144,30 +186,34 @@ class Context:
         task (tasks not enabled for the tool, or the client did not declare the extension);
         True when it is (or already was) a task.
         """
-        task = self._task
+        task = self._task_handle()
         if task is None:
             return False
         await task.start()
         return True
 
     # ------------------------------------------------------------ asking the client for input
-    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    async def ask(self, requests: InputRequests) -> dict[str, Any]:
         """Ask several questions at once: ``{key: {"method": ..., "params": ...}}`` -> typed answers.
 
         Only ``tools/call``, ``prompts/get`` and ``resources/read`` handlers may ask. On a
         2026-07-28 request the handler is re-run when the answers arrive, so code before
         the question runs again: keep it idempotent, or keep results in ``ctx.state``.
         """
-        if self._ask is None:
+        channel = self.input_channel
+        if channel is None:
             raise RuntimeError(f"{self.method} cannot ask the client for input (only tools/call, prompts/get, resources/read)")
         check_capabilities(requests, self.client_capabilities)
-        raw = await self._ask(requests)
+        raw = await channel.ask(requests)
         return {k: parse_answer(k, requests[k], raw[k]) for k in requests}
 
     def _key(self, kind: str, key: str | None) -> str:
         if key is not None:
             return key
-        n = self._counters[kind] = self._counters.get(kind, 0) + 1
+        counters = self._counters
+        if counters is None:
+            counters = self._counters = {}
+        n = counters[kind] = counters.get(kind, 0) + 1
         return f"{kind}-{n}"
 
     async def _one(self, kind: str, key: str | None, method: str, params: dict[str, Any] | None) -> Any:
@@ -179,12 +225,15 @@ class Context:
 
     async def elicit(self, message: str, schema: Any = None, *, key: str | None = None) -> t.ElicitResult:
         """Ask the user to fill in a form (``schema``: a JSON Schema dict, dataclass, TypedDict or Struct)."""
-        return await self._one("elicit", key, "elicitation/create",
-                               {"mode": "form", "message": message, "requestedSchema": schema_of(schema)})
+        answer: t.ElicitResult = await self._one("elicit", key, "elicitation/create",
+                                                 {"mode": "form", "message": message, "requestedSchema": schema_of(schema)})
+        return answer
 
     async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> t.ElicitResult:
         """Send the user to ``url`` (out-of-band interaction, e.g. an OAuth consent page)."""
-        return await self._one("elicit", key, "elicitation/create", {"mode": "url", "message": message, "url": url})
+        answer: t.ElicitResult = await self._one("elicit", key, "elicitation/create",
+                                                 {"mode": "url", "message": message, "url": url})
+        return answer
 
     async def sample(
         self,
@@ -213,7 +262,8 @@ class Context:
                             ("metadata", metadata)):
             if value is not None:
                 params[name] = msgspec.to_builtins(value)
-        return await self._one("sample", key, "sampling/createMessage", params)
+        answer: t.CreateMessageResult = await self._one("sample", key, "sampling/createMessage", params)
+        return answer
 
     async def list_roots(self, *, key: str | None = None) -> list[t.Root]:
         """The client's roots (deprecated in 2026-07-28, still supported)."""

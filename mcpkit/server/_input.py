@@ -7,19 +7,31 @@ depends on the era, never on the handler:
   ``input_required``, and the client retries with ``inputResponses``; the handler then runs
   again from the top and each question finds its answer.
 - 2025-11-25 (legacy sessions): the question goes out as a real server-to-client request.
+
+Each is an :class:`InputChannel`, chosen per request by the era (:mod:`._encode`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import msgspec
 
 from ..protocol import errors
 from ..protocol import types as t
 
-#: Sends input requests and returns the raw answers keyed like the requests.
-AskFn = Callable[[dict[str, dict[str, Any]]], Awaitable[dict[str, Any]]]
+#: Questions keyed by the handler: ``{key: {"method": ..., "params": ...}}``.
+InputRequests = dict[str, dict[str, Any]]
+
+
+class InputChannel(Protocol):
+    """Where a handler's questions go (``ctx.input_channel``); the era picks it per request,
+    and an extension may replace it (a task parks its questions until ``tasks/update``)."""
+
+    async def ask(self, requests: InputRequests) -> dict[str, Any]:
+        """The raw answers, keyed like ``requests`` (or unwind with :class:`InputRequired`)."""
+        ...
 
 ANSWER_TYPES: dict[str, type] = {
     "elicitation/create": t.ElicitResult,
@@ -34,24 +46,9 @@ class InputRequired(BaseException):
     A BaseException so that a handler's ``except Exception`` cannot swallow it.
     """
 
-    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, requests: InputRequests) -> None:
         super().__init__(f"input required: {', '.join(requests)}")
         self.requests = requests
-
-
-class MrtrAnswers:
-    """The 2026-07-28 way to ask: answers come from this retry (and earlier rounds' sealed state)."""
-
-    __slots__ = ("answers",)
-
-    def __init__(self, answers: dict[str, Any]) -> None:
-        self.answers = answers
-
-    async def __call__(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        missing = {k: r for k, r in requests.items() if k not in self.answers}
-        if missing:
-            raise InputRequired(missing)
-        return {k: self.answers[k] for k in requests}
 
 
 def required_capabilities(request: Mapping[str, Any], caps: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,7 +95,7 @@ def check_capabilities(requests: Mapping[str, Mapping[str, Any]], caps: Mapping[
 def parse_answer(key: str, request: Mapping[str, Any], raw: Any) -> Any:
     method = request["method"]
     try:
-        answer = msgspec.convert(raw, ANSWER_TYPES[method])
+        answer: Any = msgspec.convert(raw, ANSWER_TYPES[method])
     except msgspec.ValidationError as exc:
         raise errors.invalid_params(f"Invalid input response {key!r} for {method}: {exc}") from None
     if method == "elicitation/create" and answer.action == "accept":

@@ -2,9 +2,10 @@
 
 A :class:`LegacySession` holds what the legacy protocol keeps between requests (the
 negotiated version, client capabilities, log level, resource subscriptions) and turns each
-legacy request into the same handler call a modern request makes, with a ``_meta`` built
-from the session. Input questions (``ctx.elicit`` ...) go to the client as real requests.
-Transports feed it messages and give it ways to send.
+legacy request into the same dispatch a modern request gets, with a ``_meta`` built from
+the session and a :class:`~._encode.LegacyEra`: questions (``ctx.elicit`` ...) go to the
+client as real requests, results are shaped for the legacy wire. It uses only the
+server's public API. Transports feed it messages and give it ways to send.
 """
 
 from __future__ import annotations
@@ -12,15 +13,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..protocol import codec, errors, eras, inbound, versions
+from ..protocol import codec, eras, errors, inbound, versions
 from ..protocol import meta as M
-from ._server import Reply
+from ..protocol.codec import Reply
+from ..protocol.routing import cancelled_request_id
+from ..protocol.subscriptions import ALL_LISTS, notification_for
+from ._context import Emit
+from ._encode import LegacyEra
+from ._input import InputRequests
 
 if TYPE_CHECKING:
+    from ._bus import Subscription
     from ._server import Server
 
 log = logging.getLogger("mcpkit.server")
@@ -29,10 +37,27 @@ log = logging.getLogger("mcpkit.server")
 SendRaw = Callable[[bytes], Awaitable[None]]
 
 
+class ClientRequests:
+    """Legacy questions: each goes to the client as a real request, on the stream of the
+    request that asks (or the session's own), and its answer is awaited."""
+
+    __slots__ = ("session", "emit_raw")
+
+    def __init__(self, session: LegacySession, emit_raw: SendRaw | None) -> None:
+        self.session = session
+        self.emit_raw = emit_raw
+
+    async def ask(self, requests: InputRequests) -> dict[str, Any]:
+        keys = list(requests)
+        answers = await asyncio.gather(*(
+            self.session.request(requests[k]["method"], requests[k].get("params"), self.emit_raw) for k in keys))
+        return dict(zip(keys, answers, strict=True))
+
+
 class LegacySession:
     """One legacy client: a stdio process, or one ``Mcp-Session-Id`` on HTTP."""
 
-    def __init__(self, server: "Server", *, send: SendRaw | None = None, request_timeout: float = 600.0,
+    def __init__(self, server: Server, *, send: SendRaw | None = None, request_timeout: float = 600.0,
                  supported_versions: tuple[str, ...] = versions.LEGACY_VERSIONS) -> None:
         self.server = server
         #: Session-level channel (stdio: stdout; HTTP: the GET stream, when one is open).
@@ -45,11 +70,12 @@ class LegacySession:
         self.initialized = False  # notifications/initialized received
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
-        self.inflight: dict[Any, asyncio.Task] = {}
-        self._pending: dict[Any, asyncio.Future] = {}
+        #: Requests being answered, by id (transports register them; notifications/cancelled cancels).
+        self.inflight: dict[Any, asyncio.Task[Any]] = {}
+        self._pending: dict[Any, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
-        self._pump: asyncio.Task | None = None
-        self._sub: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        self._sub: Subscription | None = None
         self.closed = False
 
     # ------------------------------------------------------------ inbound
@@ -85,7 +111,7 @@ class LegacySession:
             uri = params.get("uri")
             if not isinstance(uri, str):
                 raise errors.invalid_params(f"{method}: uri must be a string")
-            if "resources" not in self.server._capability_names:
+            if "resources" not in self.server.capability_names:
                 raise errors.method_not_found(method)
             (self.subscriptions.add if method == "resources/subscribe" else self.subscriptions.discard)(uri)
             return Reply(codec.encode_result(req.id, {}), None)
@@ -100,15 +126,9 @@ class LegacySession:
         if self.log_level is not None:
             meta[M.LOG_LEVEL] = self.log_level
         params["_meta"] = meta
-        checked = inbound.check_request(method, params, (self.version,), self.server._capability_names)
-        emit = self._emitter(emit_raw)
-
-        async def ask(requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-            keys = list(requests)
-            answers = await asyncio.gather(*(self.request(requests[k]["method"], requests[k].get("params"), emit_raw) for k in keys))
-            return dict(zip(keys, answers))
-
-        return await self.server.run_checked(req, checked, emit, ask=ask)
+        checked = inbound.check_request(method, params, (self.version,), self.server.capability_names)
+        era = LegacyEra(ClientRequests(self, emit_raw))
+        return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era)
 
     def _initialize(self, rid: Any, params: Any) -> Reply:
         if self.version is not None:
@@ -134,9 +154,8 @@ class LegacySession:
         if note.method == "notifications/initialized":
             self.initialized = True
         elif note.method == "notifications/cancelled":
-            params = codec.params_dict(note.params) if note.params is not None else None
-            rid = params.get("requestId") if isinstance(params, dict) else None
-            task = self.inflight.get(rid) if type(rid) in (int, str) else None
+            rid = cancelled_request_id(note.params)
+            task = self.inflight.get(rid) if rid is not None else None
             if task is not None:
                 task.cancel()
         # notifications/roots/list_changed and others: nothing is cached, so nothing to do.
@@ -154,31 +173,31 @@ class LegacySession:
             fut.set_result(resp.result if resp.result is not None else {})
 
     # ------------------------------------------------------------ outbound
-    def _emitter(self, emit_raw: SendRaw | None) -> Callable[[str, dict], Awaitable[None]]:
-        async def emit(method: str, params: dict) -> None:
+    def _emitter(self, emit_raw: SendRaw | None) -> Emit:
+        async def emit(method: str, params: dict[str, Any]) -> None:
             target = emit_raw or self.send
             if target is not None:
                 await target(codec.encode_notification(method, params))
 
         return emit
 
-    async def request(self, method: str, params: dict | None, emit_raw: SendRaw | None = None) -> Any:
+    async def request(self, method: str, params: dict[str, Any] | None, emit_raw: SendRaw | None = None) -> Any:
         """Send a server-to-client request (sampling, elicitation, roots) and await the answer."""
         target = emit_raw or self.send
         if target is None:
             raise errors.internal_error(f"no channel to send {method} to the client")
         rid = next(self._ids)
-        fut = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         try:
             await target(codec.encode_request(rid, method, params or {}))
             return await asyncio.wait_for(fut, self.request_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise errors.internal_error(f"the client did not answer {method} in time") from None
         finally:
             self._pending.pop(rid, None)
 
-    async def notify(self, method: str, params: dict | None = None) -> None:
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         if self.send is not None and not self.closed:
             try:
                 await self.send(codec.encode_notification(method, params))
@@ -191,17 +210,14 @@ class LegacySession:
         except RuntimeError:
             return
         self._sub = self.server.bus.subscribe()
-        self._pump = asyncio.ensure_future(self._forward())
+        self._pump = asyncio.ensure_future(self._forward(self._sub))
 
-    async def _forward(self) -> None:
-        """Push list changes and subscribed resource updates, as 2025-11-25 sessions expect."""
-        async for change in self._sub:
-            if change.kind == "resource_updated":
-                uri = change.uri or ""
-                if any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in self.subscriptions):
-                    await self.notify("notifications/resources/updated", {"uri": uri})
-            else:
-                await self.notify(f"notifications/{change.kind}/list_changed")
+    async def _forward(self, sub: Subscription) -> None:
+        """Push every list change and subscribed resource updates, as 2025-11-25 sessions expect."""
+        async for change in sub:
+            note = notification_for(change.kind, change.uri, lists=ALL_LISTS, uris=self.subscriptions)
+            if note is not None:
+                await self.notify(*note)
 
     def close(self) -> None:
         self.closed = True

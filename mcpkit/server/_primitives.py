@@ -4,11 +4,13 @@ become wire results."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET
 
+from ..errors import ToolError as ToolError  # its home is mcpkit.errors; still importable from here
 from ..protocol import errors
 from ..protocol import types as t
 from ._signature import Output, Signature
@@ -23,10 +25,8 @@ TaskSupport = Literal["never", "optional", "required"]
 TaskStart = Literal["immediate", "explicit"]
 TASK_SUPPORT: tuple[str, ...] = ("never", "optional", "required")
 TASK_START: tuple[str, ...] = ("immediate", "explicit")
-
-
-class ToolError(Exception):
-    """Raise inside a tool to report a failure the model should see (``isError: true``)."""
+#: Who may cache a result: any cache, or only the requesting user's.
+CacheScope = Literal["public", "private"]
 
 
 def _opt(v: Any) -> Any:
@@ -106,14 +106,14 @@ def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.R
 @dataclasses.dataclass(eq=False)
 class CacheHints:
     ttl_ms: int | None = None
-    cache_scope: str | None = None
+    cache_scope: CacheScope | None = None
 
 
 class ToolDef:
     __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map", "task", "task_start")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
-                 annotations: t.ToolAnnotations | dict | None, icons: list | None, meta: dict | None,
+                 annotations: t.ToolAnnotations | dict[str, Any] | None, icons: list[Any] | None, meta: dict[str, Any] | None,
                  blocking: bool, structured_output: bool | None) -> None:
         self.name = name or fn.__name__
         self.sig = Signature(fn, "tool")
@@ -128,7 +128,7 @@ class ToolDef:
             inputSchema=self.sig.input_schema,
             title=_opt(title),
             description=_opt(description or self.sig.description),
-            outputSchema=self.output.schema if self.output else UNSET,
+            outputSchema=self.output.schema if self.output and self.output.schema is not None else UNSET,
             annotations=msgspec.convert(annotations, t.ToolAnnotations) if isinstance(annotations, dict) else _opt(annotations),
             icons=_opt(icons),
             meta=_opt(meta),
@@ -154,7 +154,7 @@ class ResourceDef:
     __slots__ = ("uri", "sig", "wire", "mime_type", "cache", "blocking")
 
     def __init__(self, fn: Callable[..., Any], uri: str, *, name: str | None, title: str | None, description: str | None,
-                 mime_type: str | None, size: int | None, annotations: Any, icons: list | None, meta: dict | None,
+                 mime_type: str | None, size: int | None, annotations: Any, icons: list[Any] | None, meta: dict[str, Any] | None,
                  cache: CacheHints, blocking: bool) -> None:
         self.uri = uri
         self.sig = Signature(fn, "resource")
@@ -171,8 +171,8 @@ class TemplateDef:
     __slots__ = ("template", "sig", "wire", "mime_type", "cache", "blocking")
 
     def __init__(self, fn: Callable[..., Any], uri_template: str, *, name: str | None, title: str | None,
-                 description: str | None, mime_type: str | None, annotations: Any, icons: list | None,
-                 meta: dict | None, cache: CacheHints, blocking: bool) -> None:
+                 description: str | None, mime_type: str | None, annotations: Any, icons: list[Any] | None,
+                 meta: dict[str, Any] | None, cache: CacheHints, blocking: bool) -> None:
         self.template = UriTemplate(uri_template)
         self.sig = Signature(fn, "resource")
         missing = [p for p in self.sig.param_names if p not in self.template.variables]
@@ -192,7 +192,7 @@ class PromptDef:
     __slots__ = ("name", "sig", "wire", "required", "blocking", "cache")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
-                 icons: list | None, meta: dict | None, blocking: bool) -> None:
+                 icons: list[Any] | None, meta: dict[str, Any] | None, blocking: bool) -> None:
         self.name = name or fn.__name__
         self.sig = Signature(fn, "prompt")
         self.blocking = blocking

@@ -1,63 +1,54 @@
-"""The Server: registrations in, wire results out. Transports feed it decoded requests."""
+"""The Server: the public front. Registrations and extension hooks in; transports feed it
+decoded requests. Dispatch lives in :mod:`._dispatch`, the built-in methods in
+:mod:`._handlers`, the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-import inspect
-import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, NamedTuple
+from collections.abc import Callable, Coroutine, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
 
-import msgspec
 from msgspec import UNSET
 
-from ..protocol import codec, errors, inbound, versions
-from ..protocol.codec import Reply
+from ..protocol import codec, errors, inbound, subscriptions, versions
 from ..protocol import meta as M
 from ..protocol import types as t
-from ._bus import Bus, Change, InMemoryBus
-from ._context import Context, Emit
-from ._input import AskFn, InputRequired, MrtrAnswers
-from ._state import INVALID_STATE_MESSAGE, KeyRing, StateError, StateSealer, digest_arguments
-from ._pagination import page
-from ._primitives import TASK_START, TASK_SUPPORT, TaskStart, TaskSupport
+from ..protocol.codec import Reply
+from ._bus import Bus, Change, ChangeKind, InMemoryBus
+from ._context import Emit
+from ._dispatch import Handler, MethodTable, Wrapper
+from ._dispatch import dispatch as dispatch_request
+from ._encode import Era, ModernEra
+from ._handlers import CoreMethods
 from ._primitives import (
-    CacheHints, PromptDef, ResourceDef, TemplateDef, ToolDef, ToolError, not_found, resource_contents,
+    TASK_START,
+    TASK_SUPPORT,
+    CacheHints,
+    CacheScope,
+    PromptDef,
+    ResourceDef,
+    TaskStart,
+    TaskSupport,
+    TemplateDef,
+    ToolDef,
 )
+from ._state import KeyRing, StateSealer
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
+    from ..transports._interface import Dispatcher, SendRaw
+    from ._legacy import LegacySession
     from ._tasks import Tasks, TaskStore  # loaded only when tasks are enabled
 
-log = logging.getLogger("mcpkit.server")
+__all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
-def _binding(method: str, params: Any, principal: str | None) -> tuple[str, str, str, str | None]:
-    """What a requestState is bound to: method, name, a digest of the arguments, principal."""
-    if method == "resources/read":
-        name, args = params.uri, None
-    else:
-        name, args = params.name, (params.arguments if params.arguments not in (UNSET, None) else None)
-    return method, name, digest_arguments(args), principal
-
-
-def legacy_result(result: Any) -> dict[str, Any]:
-    """A result shaped for 2025-11-25: no resultType or cache hints (they are 2026-07-28 fields)."""
-    out = msgspec.to_builtins(result)
-    out.pop("resultType", None)
-    out.pop("ttlMs", None)
-    out.pop("cacheScope", None)
-    return out
+CompletionHandler = Callable[..., Any]
 
 
 def _has_modern_meta(raw_params: Any) -> bool:
     params = codec.params_dict(raw_params)
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and M.PROTOCOL_VERSION in meta
-
-
-#: The only methods whose handlers may answer ``input_required``.
-_MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-
-CacheScope = Literal["public", "private"]
-CompletionHandler = Callable[..., Any]
 
 
 class Server:
@@ -87,7 +78,7 @@ class Server:
         state_ttl: float = 600.0,
         bus: Bus | None = None,
         legacy: bool = True,
-        tasks: "bool | TaskStore" = False,
+        tasks: bool | TaskStore = False,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -100,6 +91,7 @@ class Server:
             raise ValueError(f"supported_versions must be modern protocol versions; got {list(supported_versions)}")
         self.name = name
         self.version = version
+        #: This server's ``Implementation`` (serverInfo).
         self.info = t.Implementation(
             name=name, version=version, title=title or UNSET, description=description or UNSET,
             websiteUrl=website_url or UNSET, icons=icons or UNSET,
@@ -110,39 +102,37 @@ class Server:
         self.page_size = page_size
         self.logging = logging
         self.supported_versions = tuple(supported_versions)
-        self._result_meta: dict[str, Any] | Any = {M.SERVER_INFO: msgspec.to_builtins(self.info)} if include_server_info else UNSET
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: dict[str, TemplateDef] = {}
         self._prompts: dict[str, PromptDef] = {}
         self._completions: dict[tuple[str, str], CompletionHandler] = {}
+        # Live read-only views for extensions (made once: tasks read one per tools/call).
+        self._tools_view = MappingProxyType(self._tools)
+        self._resources_view = MappingProxyType(self._resources)
+        self._templates_view = MappingProxyType(self._templates)
+        self._prompts_view = MappingProxyType(self._prompts)
         self._capability_names: frozenset[str] = frozenset()
         self._state_keys = state_keys
         self._state_ttl = state_ttl
         self._sealer: StateSealer | None = None
-        #: Fan-out of change notifications to subscriptions/listen streams.
+        #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
         self.bus: Bus = bus if bus is not None else InMemoryBus()
-        self._listeners: set[Any] = set()  # futures that end listen streams
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
         self._extensions: dict[str, dict[str, Any]] = {}
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
         self.legacy = legacy
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
         self._refresh_capabilities()
-        self._handlers: dict[str, Callable[[Context, Any], Awaitable[Any]]] = {
-            "server/discover": self._discover,
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            "subscriptions/listen": self._listen,
-        }
+        self._core = CoreMethods(self, tools=self._tools, resources=self._resources, templates=self._templates,
+                                 prompts=self._prompts, completions=self._completions)
+        self._methods = MethodTable()
+        for method, handler in self._core.table().items():
+            self._methods.set(method, handler)
+        self._chains = self._methods.chains  # the dict dispatch reads (kept up to date in place)
+        self._modern = ModernEra(self, include_server_info)
         #: The tasks extension (io.modelcontextprotocol/tasks), once enabled.
-        self.tasks: "Tasks | None" = None
+        self.tasks: Tasks | None = None
         if tasks is not False and tasks is not None:
             self.enable_tasks(None if tasks is True else tasks)
 
@@ -153,9 +143,9 @@ class Server:
         *,
         title: str | None = None,
         description: str | None = None,
-        annotations: t.ToolAnnotations | dict | None = None,
-        icons: list | None = None,
-        meta: dict | None = None,
+        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[Any] | None = None,
+        meta: dict[str, Any] | None = None,
         blocking: bool = False,
         structured_output: bool | None = None,
         input_schema: dict[str, Any] | None = None,
@@ -220,8 +210,8 @@ class Server:
         mime_type: str | None = None,
         size: int | None = None,
         annotations: Any = None,
-        icons: list | None = None,
-        meta: dict | None = None,
+        icons: list[Any] | None = None,
+        meta: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
         blocking: bool = False,
@@ -253,8 +243,8 @@ class Server:
         *,
         title: str | None = None,
         description: str | None = None,
-        icons: list | None = None,
-        meta: dict | None = None,
+        icons: list[Any] | None = None,
+        meta: dict[str, Any] | None = None,
         blocking: bool = False,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
@@ -286,10 +276,10 @@ class Server:
         """
         if (prompt is None) == (resource is None):
             raise TypeError("completion() takes exactly one of prompt= or resource=")
-        ref = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource)
+        kind, target = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource or "")
+        key = (kind, target if argument is None else f"{target}\x00{argument}")
 
         def deco(fn: CompletionHandler) -> CompletionHandler:
-            key = (ref[0], ref[1] if argument is None else f"{ref[1]}\x00{argument}")
             self._completions[key] = fn
             self._refresh_capabilities()
             return fn
@@ -297,8 +287,7 @@ class Server:
         return deco
 
     # ---------------------------------------------------------------- extensions
-    def add_method(self, method: str, handler: Callable[[Context, Any], Awaitable[Any]], params_type: type,
-                   capability: str | None = None) -> None:
+    def add_method(self, method: str, handler: Handler, params_type: type, capability: str | None = None) -> None:
         """Serve an extension's method: ``handler(ctx, params)`` returns a wire Result.
 
         ``params_type`` is a :class:`mcpkit.types.RequestParams` subclass (validated by the
@@ -306,7 +295,23 @@ class Server:
         be advertised for the method to exist (else -32601).
         """
         self._extra_methods[method] = (params_type, capability)
-        self._handlers[method] = handler
+        self._methods.set(method, handler)
+
+    def wrap_method(self, method: str, wrapper: Wrapper) -> None:
+        """Wrap one method: ``await wrapper(ctx, params, call_next)`` answers it instead, and
+        ``await call_next(ctx, params)`` runs what was there (the handler, or earlier wrappers).
+
+        The wrapper added last runs first. Raises ValueError for a method not served.
+        """
+        self._methods.wrap(method, wrapper)
+
+    def add_middleware(self, middleware: Wrapper) -> None:
+        """Wrap every method, present and future: ``middleware(ctx, params, call_next)``.
+
+        Middleware runs outside the methods' own wrappers; the one added last runs first.
+        ``ctx.method`` names the method. Costs nothing per request until one is added.
+        """
+        self._methods.add_middleware(middleware)
 
     def add_extension(self, ext_id: str, settings: dict[str, Any] | None = None) -> None:
         """Advertise ``capabilities.extensions[ext_id]`` (the id needs a reverse-DNS prefix)."""
@@ -334,12 +339,11 @@ class Server:
         tasks = Tasks(self, store, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)
         tasks.install()
         self.tasks = tasks
-        self._handlers["tools/call"] = tasks.call_tool
         return tasks
 
-    def _changed(self, kind: str) -> None:
+    def _changed(self, kind: ChangeKind) -> None:
         self._refresh_capabilities()
-        self._publish(Change(kind))  # type: ignore[arg-type]
+        self._publish(Change(kind))
 
     # ---------------------------------------------------------------- change notifications
     def notify_tools_changed(self) -> None:
@@ -363,10 +367,13 @@ class Server:
 
     def close_listeners(self) -> None:
         """End every open listen stream gracefully (e.g. before shutdown)."""
-        for fut in list(self._listeners):
-            if not fut.done():
-                fut.set_result(None)
+        self._core.close_listeners()
 
+    def acknowledged_filter(self, wanted: t.SubscriptionFilter) -> t.SubscriptionFilter:
+        """The part of ``wanted`` this server honours (what it has, and can notify about)."""
+        return subscriptions.acknowledge(wanted, self._capability_names)
+
+    # ---------------------------------------------------------------- what the server offers
     def _refresh_capabilities(self) -> None:
         caps = t.ServerCapabilities()
         names = set()
@@ -392,6 +399,36 @@ class Server:
         self._capability_names = frozenset(names)
 
     @property
+    def capabilities(self) -> t.ServerCapabilities:
+        """What ``server/discover`` and ``initialize`` advertise (follows the registrations)."""
+        return self._caps
+
+    @property
+    def capability_names(self) -> frozenset[str]:
+        """The advertised capabilities by name (``tools``, ``extensions/<id>``...): they gate methods."""
+        return self._capability_names
+
+    @property
+    def tools(self) -> Mapping[str, ToolDef]:
+        """The registered tools by name (read-only; register with :meth:`tool` or :meth:`add_tool`)."""
+        return self._tools_view
+
+    @property
+    def resources(self) -> Mapping[str, ResourceDef]:
+        """The registered resources by URI (read-only)."""
+        return self._resources_view
+
+    @property
+    def resource_templates(self) -> Mapping[str, TemplateDef]:
+        """The registered resource templates by URI template (read-only)."""
+        return self._templates_view
+
+    @property
+    def prompts(self) -> Mapping[str, PromptDef]:
+        """The registered prompts by name (read-only)."""
+        return self._prompts_view
+
+    @property
     def sealer(self) -> StateSealer:
         """Seals MRTR requestState; share the keys between workers (or set MCPKIT_STATE_KEYS)."""
         if self._sealer is None:
@@ -399,9 +436,10 @@ class Server:
             self._sealer = StateSealer(keys if isinstance(keys, KeyRing) else KeyRing(keys), self._state_ttl)
         return self._sealer
 
-    @property
-    def capabilities(self) -> t.ServerCapabilities:
-        return self._caps
+    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        """The ``x-mcp-header`` annotations of tool ``name`` (None if none or unknown)."""
+        tool = self._tools.get(name)
+        return tool.header_map if tool is not None else None
 
     # ================================================================ running
     def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
@@ -417,17 +455,17 @@ class Server:
         else:
             raise ValueError(f"unknown transport {transport!r}")
 
-    def open_legacy_session(self, *, send: Any = None) -> Any:
-        """A new 2025-11-25 session on this server (transports call this for ``initialize``)."""
-        from ._legacy import LegacySession
-
-        return LegacySession(self, send=send)
-
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
         """This server as an ASGI application serving Streamable HTTP at ``path``."""
         from ..transports.http import HttpApp
 
         return HttpApp(self, path=path, **kwargs)
+
+    def open_legacy_session(self, *, send: SendRaw | None = None) -> LegacySession:
+        """A new 2025-11-25 session on this server (transports call this for ``initialize``)."""
+        from ._legacy import LegacySession
+
+        return LegacySession(self, send=send)
 
     # ================================================================ dispatch
     async def handle(self, req: codec.Request, emit: Emit | None = None) -> Reply:
@@ -436,7 +474,7 @@ class Server:
             checked = self.check(req)
         except errors.MCPError as exc:
             return Reply(codec.encode_error(req.id, exc), exc.code)
-        return await self.run_checked(req, checked, emit)
+        return await dispatch_request(self, self._chains, req, checked, emit, None, self._modern)
 
     def check(self, req: codec.Request) -> inbound.Checked:
         """Run the inbound ladder for ``req`` (raises MCPError)."""
@@ -446,87 +484,20 @@ class Server:
         return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names,
                                      self._extra_methods or None)
 
-    async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None,
-                          *, principal: str | None = None, ask: "AskFn | None" = None) -> Reply:
-        """Answer a request that passed :meth:`check`.
+    def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
+                    principal: str | None = None) -> Coroutine[Any, Any, Reply]:
+        """Answer a 2026-07-28 request that passed :meth:`check` (a coroutine: await it).
 
         ``principal`` names the authenticated caller, when the transport knows it; MRTR
-        state is bound to it. ``ask`` (legacy sessions) sends input requests to the client as
-        real requests instead of answering ``input_required``; results are then shaped for
-        the 2025-11-25 wire.
+        state and tasks are bound to it. Never raises except for cancellation.
         """
-        method = req.method
-        params = checked.params
-        ctx = Context(self, req.id, method, params.meta, checked.meta, emit)
-        ctx.principal = principal
-        try:
-            binding = None
-            if method in _MRTR_METHODS:
-                if ask is None:
-                    binding = self._open_input(ctx, method, params, principal)
-                else:
-                    ctx._ask = ask
-            try:
-                result = await self._handlers[method](ctx, params)
-            except InputRequired as need:
-                if binding is None:  # pragma: no cover - legacy asks never unwind
-                    raise errors.internal_error("input was requested outside MRTR") from None
-                result = self._input_required(ctx, binding, need)
-        except errors.MCPError as exc:
-            if ask is not None and isinstance(exc, errors.ResourceNotFound):
-                exc = errors.MCPError(errors.LEGACY_RESOURCE_NOT_FOUND, exc.message, exc.data)
-            return Reply(codec.encode_error(req.id, exc), exc.code)
-        except Exception:  # (asyncio.CancelledError is a BaseException: it passes through)
-            log.exception("internal error while handling %s", method)
-            exc = errors.internal_error(f"Internal error while handling {method}")
-            return Reply(codec.encode_error(req.id, exc), exc.code)
-        if ask is not None:
-            return Reply(codec.encode_result(req.id, legacy_result(result)), None)
-        if result.meta is UNSET:
-            result.meta = self._result_meta
-        elif self._result_meta is not UNSET:
-            result.meta = {**self._result_meta, **result.meta}
-        return Reply(codec.encode_result(req.id, result), None)
+        # Not itself async: the dispatch coroutine is handed out as is (one frame less per request).
+        return dispatch_request(self, self._chains, req, checked, emit, principal, self._modern)
 
-    # ---------------------------------------------------------------- MRTR
-    def _open_input(self, ctx: Context, method: str, params: Any, principal: str | None) -> tuple:
-        """Verify a retry's requestState and collect the answers the handler may use."""
-        binding = (method, params, principal)  # the argument digest is computed only when needed
-        answers: dict[str, Any] = {}
-        asked: list[str] | None = None
-        if params.inputResponses is UNSET and params.requestState is UNSET:
-            ctx._ask = MrtrAnswers(answers)
-            return binding
-        method, name, digest, principal = _binding(method, params, principal)
-        if params.requestState is not UNSET:
-            try:
-                payload = self.sealer.open(params.requestState, method=method, name=name, digest=digest, principal=principal)
-            except StateError as exc:
-                log.warning("rejected requestState on %s %r: %s", method, name, exc)
-                raise errors.invalid_params(INVALID_STATE_MESSAGE) from None
-            answers.update(payload.answers)
-            ctx.state = dict(payload.state)
-            asked = payload.asked
-        if params.inputResponses is not UNSET:
-            for key, value in params.inputResponses.items():
-                # Unknown or unasked keys are ignored, as the spec asks.
-                if asked is None or key in asked:
-                    answers[key] = value
-        ctx._ask = MrtrAnswers(answers)
-        return binding
-
-    def _input_required(self, ctx: Context, binding: tuple, ask: InputRequired) -> t.InputRequiredResult:
-        method, name, digest, principal = _binding(*binding)
-        answers = ctx._ask.answers if isinstance(ctx._ask, MrtrAnswers) else {}
-        token = self.sealer.seal(method=method, name=name, digest=digest, principal=principal,
-                                 asked=list(ask.requests), answers=answers, state=ctx.state)
-        requests = {k: msgspec.convert(v, t.InputRequest) for k, v in ask.requests.items()}
-        return t.InputRequiredResult(inputRequests=requests, requestState=token)
-
-    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
-        """The ``x-mcp-header`` annotations of tool ``name`` (None if none or unknown)."""
-        tool = self._tools.get(name)
-        return tool.header_map if tool is not None else None
+    def dispatch(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
+                 principal: str | None = None, era: Era | None = None) -> Coroutine[Any, Any, Reply]:
+        """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs."""
+        return dispatch_request(self, self._chains, req, checked, emit, principal, era if era is not None else self._modern)
 
     def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
         params = codec.params_dict(req.params) or {}
@@ -538,213 +509,7 @@ class Server:
         )
         return exc
 
-    async def _invoke(self, sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
-        fn = sig.fn
-        if sig.is_async:
-            return await fn(**kwargs)
-        if blocking:
-            import asyncio
 
-            return await asyncio.to_thread(fn, **kwargs)
-        value = fn(**kwargs)
-        if inspect.isawaitable(value):
-            value = await value
-        return value
-
-    # ---------------------------------------------------------------- handlers
-    async def _discover(self, ctx: Context, params: t.RequestParams) -> t.DiscoverResult:
-        return t.DiscoverResult(
-            supportedVersions=list(self.supported_versions),
-            capabilities=self._caps,
-            instructions=self.instructions if self.instructions is not None else UNSET,
-            ttlMs=self.ttl_ms,
-            cacheScope=self.cache_scope,
-        )
-
-    def _list_hints(self, defs: list[Any]) -> tuple[int, CacheScope]:
-        """A list is as fresh as its stalest entry, and private if any entry is."""
-        ttl, scope = self.ttl_ms, self.cache_scope
-        for d in defs:
-            cache = getattr(d, "cache", None)
-            if cache is not None:
-                if cache.ttl_ms is not None:
-                    ttl = min(ttl, cache.ttl_ms)
-                if cache.cache_scope == "private":
-                    scope = "private"
-        return ttl, scope
-
-    def _page(self, defs: list[Any], params: t.PaginatedParams) -> tuple[list[Any], Any, int, CacheScope]:
-        cursor = params.cursor if params.cursor is not UNSET else None
-        items, nxt = page(defs, cursor, self.page_size)
-        ttl, scope = self._list_hints(defs)
-        return items, (nxt if nxt is not None else UNSET), ttl, scope
-
-    async def _list_tools(self, ctx: Context, params: t.PaginatedParams) -> t.ListToolsResult:
-        items, nxt, ttl, scope = self._page(list(self._tools.values()), params)
-        return t.ListToolsResult(tools=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
-
-    async def _list_resources(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourcesResult:
-        items, nxt, ttl, scope = self._page(list(self._resources.values()), params)
-        return t.ListResourcesResult(resources=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
-
-    async def _list_templates(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourceTemplatesResult:
-        items, nxt, ttl, scope = self._page(list(self._templates.values()), params)
-        return t.ListResourceTemplatesResult(resourceTemplates=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
-
-    async def _list_prompts(self, ctx: Context, params: t.PaginatedParams) -> t.ListPromptsResult:
-        items, nxt, ttl, scope = self._page(list(self._prompts.values()), params)
-        return t.ListPromptsResult(prompts=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
-
-    async def _call_tool(self, ctx: Context, params: t.CallToolParams) -> Any:
-        tool = self._tools.get(params.name)
-        if tool is None:
-            raise errors.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
-        args = params.arguments if params.arguments is not UNSET else None
-        try:
-            kwargs = tool.sig.bind(args)
-        except msgspec.ValidationError as exc:
-            return t.CallToolResult(content=[t.TextContent(text=f"Invalid arguments for tool {tool.name}: {exc}")], isError=True)
-        if tool.sig.ctx_name:
-            kwargs[tool.sig.ctx_name] = ctx
-        try:
-            value = await self._invoke(tool.sig, tool.blocking, kwargs)
-        except (errors.MCPError, InputRequired):
-            raise
-        except ToolError as exc:
-            return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
-        except Exception as exc:
-            log.exception("tool %s raised", tool.name)
-            return t.CallToolResult(content=[t.TextContent(text=f"Error executing tool {tool.name}: {exc}")], isError=True)
-        return tool.to_result(value)
-
-    async def _read_resource(self, ctx: Context, params: t.ReadResourceParams) -> Any:
-        uri = params.uri
-        res = self._resources.get(uri)
-        kwargs: dict[str, Any]
-        if res is not None:
-            fn_def: Any = res
-            kwargs = {}
-            mime = res.mime_type
-        else:
-            for tmpl in self._templates.values():
-                vars_ = tmpl.template.match(uri)
-                if vars_ is not None:
-                    fn_def = tmpl
-                    try:
-                        args = msgspec.convert({k: v for k, v in vars_.items() if k in tmpl.sig.param_names},
-                                               tmpl.sig.args_type, strict=False)
-                    except msgspec.ValidationError:
-                        continue  # variables of the wrong type: this template does not name it
-                    kwargs = {n: getattr(args, n) for n in tmpl.sig.param_names}
-                    mime = tmpl.mime_type
-                    break
-            else:
-                raise not_found(uri)
-        if fn_def.sig.ctx_name:
-            kwargs[fn_def.sig.ctx_name] = ctx
-        try:
-            value = await self._invoke(fn_def.sig, fn_def.blocking, kwargs)
-        except LookupError as exc:  # KeyError/IndexError from a template handler: no such resource
-            log.debug("resource %s not found: %r", uri, exc)
-            raise not_found(uri) from None
-        if isinstance(value, t.ReadResourceResult):
-            return value
-        values = value if isinstance(value, list) and value and all(isinstance(v, t.ResourceContents) for v in value) else [value]
-        contents = [resource_contents(uri, v, mime) for v in values]
-        ttl = fn_def.cache.ttl_ms if fn_def.cache.ttl_ms is not None else self.ttl_ms
-        scope = fn_def.cache.cache_scope or self.cache_scope
-        return t.ReadResourceResult(contents=contents, ttlMs=ttl, cacheScope=scope)
-
-    async def _get_prompt(self, ctx: Context, params: t.GetPromptParams) -> Any:
-        prompt = self._prompts.get(params.name)
-        if prompt is None:
-            raise errors.invalid_params(f"Unknown prompt: {params.name}", {"name": params.name})
-        args = params.arguments if params.arguments not in (UNSET, None) else {}
-        missing = sorted(prompt.required - set(args))
-        if missing:
-            raise errors.invalid_params(f"Missing required arguments for prompt {prompt.name}: {', '.join(missing)}")
-        try:
-            kwargs = prompt.sig.bind({k: v for k, v in args.items() if k in prompt.sig.param_names})
-        except msgspec.ValidationError as exc:
-            raise errors.invalid_params(f"Invalid arguments for prompt {prompt.name}: {exc}") from None
-        if prompt.sig.ctx_name:
-            kwargs[prompt.sig.ctx_name] = ctx
-        value = await self._invoke(prompt.sig, prompt.blocking, kwargs)
-        return prompt.to_result(value)
-
-    async def _complete(self, ctx: Context, params: t.CompleteParams) -> t.CompleteResult:
-        ref = params.ref
-        if isinstance(ref, t.PromptReference):
-            kind, key = "ref/prompt", ref.name
-            if key not in self._prompts:
-                raise errors.invalid_params(f"Unknown prompt: {key}", {"name": key})
-        else:
-            kind, key = "ref/resource", ref.uri
-            if key not in self._templates and key not in self._resources:
-                raise errors.invalid_params(f"Unknown resource template: {key}", {"uri": key})
-        arg = params.argument
-        fn = self._completions.get((kind, f"{key}\x00{arg.name}")) or self._completions.get((kind, key))
-        values: list[str] = []
-        if fn is not None:
-            context = {}
-            if params.context is not UNSET and params.context.arguments is not UNSET:
-                context = params.context.arguments
-            got = fn(arg.name, arg.value, context)
-            if inspect.isawaitable(got):
-                got = await got
-            values = [str(v) for v in (got or [])]
-        total = len(values)
-        return t.CompleteResult(completion=t.Completion(values=values[:100], total=total, hasMore=total > 100))
-
-    # ---------------------------------------------------------------- subscriptions/listen
-    def acknowledged_filter(self, wanted: t.SubscriptionFilter) -> t.SubscriptionFilter:
-        """The part of ``wanted`` this server honours (what it has, and can notify about)."""
-        ack = t.SubscriptionFilter()
-        if wanted.toolsListChanged is True and "tools" in self._capability_names:
-            ack.toolsListChanged = True
-        if wanted.promptsListChanged is True and "prompts" in self._capability_names:
-            ack.promptsListChanged = True
-        if wanted.resourcesListChanged is True and "resources" in self._capability_names:
-            ack.resourcesListChanged = True
-        if wanted.resourceSubscriptions is not UNSET and "resources" in self._capability_names:
-            ack.resourceSubscriptions = list(dict.fromkeys(wanted.resourceSubscriptions))
-        return ack
-
-    async def _listen(self, ctx: Context, params: t.ListenParams) -> t.SubscriptionsListenResult:
-        import asyncio
-
-        sid = ctx.request_id
-        tag = {M.SUBSCRIPTION_ID: sid}
-        ack = self.acknowledged_filter(params.notifications)
-        wanted_uris = ack.resourceSubscriptions if ack.resourceSubscriptions is not UNSET else ()
-        sub = self.bus.subscribe()  # before the acknowledgement, so no change slips between
-        closing = asyncio.get_running_loop().create_future()
-        self._listeners.add(closing)
-        try:
-            await ctx._emit("notifications/subscriptions/acknowledged",
-                            {"notifications": msgspec.to_builtins(ack), "_meta": tag})
-            pump = asyncio.ensure_future(self._pump(ctx, sub, ack, wanted_uris, tag))
-            try:
-                await asyncio.wait({pump, closing}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                pump.cancel()
-        finally:
-            sub.close()
-            self._listeners.discard(closing)
-        # Ended by the server (shutdown, or the bus dropped us): close gracefully.
-        return t.SubscriptionsListenResult(meta=tag)
-
-    async def _pump(self, ctx: Context, sub: Any, ack: t.SubscriptionFilter, uris: Any, tag: dict) -> None:
-        emit = ctx._emit
-        async for change in sub:
-            kind = change.kind
-            if kind == "resource_updated":
-                uri = change.uri or ""
-                if any(uri == u or uri.startswith(u.rstrip("/") + "/") for u in uris):
-                    await emit("notifications/resources/updated", {"uri": uri, "_meta": tag})
-            elif kind == "tools" and ack.toolsListChanged is True:
-                await emit("notifications/tools/list_changed", {"_meta": tag})
-            elif kind == "prompts" and ack.promptsListChanged is True:
-                await emit("notifications/prompts/list_changed", {"_meta": tag})
-            elif kind == "resources" and ack.resourcesListChanged is True:
-                await emit("notifications/resources/list_changed", {"_meta": tag})
+if TYPE_CHECKING:
+    def _satisfies_dispatcher(server: Server) -> Dispatcher:
+        return server  # mypy checks that Server meets the transports' seam

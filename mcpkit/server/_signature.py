@@ -11,7 +11,8 @@ import dataclasses
 import inspect
 import re
 import typing
-from typing import Annotated, Any, Callable, get_args, get_origin
+from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
 
@@ -124,7 +125,7 @@ class Signature:
         except Exception as exc:  # unresolvable forward reference
             raise TypeError(f"cannot resolve the type hints of {fn.__qualname__}: {exc}") from exc
         self.ctx_name: str | None = None
-        fields: list[tuple] = []
+        fields: list[tuple[Any, ...]] = []
         for name, p in inspect.signature(fn).parameters.items():
             ann = hints.get(name, Any)
             if _is_context(ann):
@@ -175,7 +176,7 @@ def _whole_floats_to_int(value: Any) -> Any:
         return value if all(out[k] is value[k] for k in value) else out
     if type(value) is list:
         items = [_whole_floats_to_int(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value)) else items
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 
 

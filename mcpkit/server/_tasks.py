@@ -35,6 +35,9 @@ The rules, as this module applies them:
   are purged (a still-running handler is cancelled) and their ids become unknown (-32602).
 - Task records live in a :class:`TaskStore` (in memory by default). A running handler lives
   in this process, so the answers of ``tasks/update`` must reach the process running it.
+- The extension uses only the server's public hooks (``add_method``, ``wrap_method``, the
+  context's ``input_channel``/``emitter``/``extensions``); its wire types live in
+  :mod:`mcpkit.protocol.tasks`.
 - ``notifications/tasks`` are not sent (a MAY): ``subscriptions/listen`` never acknowledges
   ``taskIds`` (and refuses them with -32021 to clients that did not declare the extension).
 """
@@ -45,77 +48,40 @@ import abc
 import heapq
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 # asyncio, secrets and datetime load with the first task, not with `import mcpkit`:
 # a server that never runs a task never pays for them.
-
 import msgspec
-from msgspec import UNSET, UnsetType, field
+from msgspec import UNSET, field
 
-from ..protocol import errors, versions
+from ..protocol import errors
 from ..protocol import types as t
-from ._input import InputRequired, parse_answer
-from ._primitives import TASK_START, TASK_SUPPORT, TaskStart, TaskSupport  # noqa: F401 (re-exported)
+from ..protocol.tasks import (  # noqa: F401 (the wire names stay importable from here)
+    CAPABILITY,
+    EXTENSION_ID,
+    TERMINAL,
+    CreateTaskResult,
+    GetTaskResult,
+    Task,
+    TaskParams,
+    TaskStatus,
+    UpdateTaskParams,
+    missing_extension,
+    task_not_found,
+)
+from ..protocol.tasks import declared as declared_by
+from . import _input  # the rules for answers, shared with ctx.ask()
 
 if TYPE_CHECKING:
-    from ._context import Context
-    from ._server import Server
+    import asyncio
+
+    from . import Context, Handler, InputRequests, Server  # the package's public extension API
 
 log = logging.getLogger("mcpkit.server.tasks")
 
-EXTENSION_ID = "io.modelcontextprotocol/tasks"
-#: The server capability name that gates the tasks/* methods (see ``Server._capability_names``).
-CAPABILITY = f"extensions/{EXTENSION_ID}"
-
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
-TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
-
 DEFAULT_TTL_MS = 3_600_000
 DEFAULT_POLL_INTERVAL_MS = 1_000
-
-
-# ====================================================================== wire types
-class TaskParams(t.RequestParams, kw_only=True):
-    """``tasks/get`` and ``tasks/cancel`` params."""
-
-    taskId: str
-
-
-class UpdateTaskParams(TaskParams, kw_only=True):
-    """``tasks/update`` params. Each response is checked against its question on delivery."""
-
-    inputResponses: dict[str, Any]
-
-
-def _task_result() -> str:
-    return "task"
-
-
-class Task(t.Result, kw_only=True):
-    """The ``Task`` fields, flat on a result (``Result & Task``)."""
-
-    taskId: str
-    status: str
-    statusMessage: str | UnsetType = UNSET
-    createdAt: str
-    lastUpdatedAt: str
-    ttlMs: int | None  # null: unlimited
-    pollIntervalMs: int | UnsetType = UNSET
-
-
-class CreateTaskResult(Task, kw_only=True):
-    """Answered to ``tools/call`` instead of its result: the seed state of the new task."""
-
-    resultType: str = field(default_factory=_task_result)
-
-
-class GetTaskResult(Task, kw_only=True):
-    """``tasks/get``: a ``DetailedTask`` (status-specific payload inlined), resultType ``complete``."""
-
-    inputRequests: dict[str, Any] | UnsetType = UNSET
-    result: dict[str, Any] | UnsetType = UNSET
-    error: dict[str, Any] | UnsetType = UNSET
 
 
 # ====================================================================== records and stores
@@ -149,10 +115,11 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         exp = self.expires_at
         return exp is not None and now >= exp
 
-    def _fields(self) -> dict[str, Any]:
+    def wire_fields(self) -> dict[str, Any]:
+        """The ``Task`` fields of this record, as the wire spells them."""
         out: dict[str, Any] = {
             "taskId": self.task_id, "status": self.status,
-            "createdAt": _iso(self.created_at), "lastUpdatedAt": _iso(self.updated_at), "ttlMs": self.ttl_ms,
+            "createdAt": iso_time(self.created_at), "lastUpdatedAt": iso_time(self.updated_at), "ttlMs": self.ttl_ms,
         }
         if self.status_message is not None:
             out["statusMessage"] = self.status_message
@@ -161,10 +128,10 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         return out
 
     def create_result(self) -> CreateTaskResult:
-        return CreateTaskResult(**self._fields())
+        return CreateTaskResult(**self.wire_fields())
 
     def detailed(self) -> GetTaskResult:
-        out = GetTaskResult(**self._fields())
+        out = GetTaskResult(**self.wire_fields())
         if self.status == "input_required":
             out.inputRequests = dict(self.input_requests)
         elif self.status == "completed" and self.result is not None:
@@ -174,10 +141,11 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         return out
 
 
-def _iso(ts: float) -> str:
-    from datetime import datetime, timezone
+def iso_time(ts: float) -> str:
+    """An epoch time as the RFC 3339 UTC timestamp the wire carries (milliseconds)."""
+    from datetime import UTC, datetime
 
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class TaskStore(abc.ABC):
@@ -206,78 +174,71 @@ class InMemoryTaskStore(TaskStore):
     """Records in a dict of this process, with an expiry heap (purging costs O(log n) per task)."""
 
     def __init__(self) -> None:
-        self._records: dict[str, TaskRecord] = {}
-        self._expiry: list[tuple[float, str]] = []
+        self.records: dict[str, TaskRecord] = {}
+        #: (expiry time, task id), a heap: the next task to expire first.
+        self.expiry: list[tuple[float, str]] = []
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self.records)
 
     async def create(self, record: TaskRecord) -> None:
-        self._records[record.task_id] = record
+        self.records[record.task_id] = record
         exp = record.expires_at
         if exp is not None:
-            heapq.heappush(self._expiry, (exp, record.task_id))
+            heapq.heappush(self.expiry, (exp, record.task_id))
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        return self._records.get(task_id)
+        return self.records.get(task_id)
 
     async def save(self, record: TaskRecord) -> None:
-        if record.task_id in self._records:  # a purged task stays purged
-            self._records[record.task_id] = record
+        if record.task_id in self.records:  # a purged task stays purged
+            self.records[record.task_id] = record
 
     async def delete(self, task_id: str) -> None:
-        self._records.pop(task_id, None)
+        self.records.pop(task_id, None)
 
     async def purge_expired(self, now: float) -> list[str]:
         gone: list[str] = []
-        heap = self._expiry
+        heap = self.expiry
         while heap and heap[0][0] <= now:
             _, task_id = heapq.heappop(heap)
-            rec = self._records.get(task_id)
+            rec = self.records.get(task_id)
             if rec is not None and rec.expired(now):
-                del self._records[task_id]
+                del self.records[task_id]
                 gone.append(task_id)
         return gone
 
 
 # ====================================================================== running tasks
-def declared(ctx: "Context") -> bool:
+def declared(ctx: Context) -> bool:
     """Whether this request's client declared the tasks extension (2026-07-28 requests only)."""
-    if not versions.is_modern(ctx.protocol_version):
-        return False
-    ext = ctx.client_capabilities.get("extensions")
-    return isinstance(ext, dict) and isinstance(ext.get(EXTENSION_ID), dict)
+    return declared_by(ctx.protocol_version, ctx.client_capabilities)
 
 
-def missing_extension() -> errors.MCPError:
-    return errors.MCPError(
-        errors.MISSING_REQUIRED_CLIENT_CAPABILITY,
-        f"Missing required client capability: this request needs the {EXTENSION_ID} extension "
-        "(declare it in _meta clientCapabilities.extensions)",
-        {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}},
-    )
+async def _no_notifications(method: str, params: dict[str, Any]) -> None:
+    """Progress and log notifications are not sent for tasks (SEP-2663)."""
 
 
-def _not_found() -> errors.MCPError:
-    return errors.invalid_params("Failed to retrieve task: Task not found")
+class TaskRun:
+    """One tool call that is, or may become, a task: its handler and its open questions.
 
-
-class _Run:
-    """One tool call that is, or may become, a task: its handler and its open questions."""
+    Kept in ``ctx.extensions[EXTENSION_ID]`` (``ctx.task_id``, ``ctx.start_task()``); once a
+    task, it is also the call's input channel (questions wait for ``tasks/update``).
+    """
 
     __slots__ = ("tasks", "ctx", "name", "record", "runner", "waiting", "started")
 
-    def __init__(self, tasks: "Tasks", ctx: "Context", name: str) -> None:
+    def __init__(self, tasks: Tasks, ctx: Context, name: str) -> None:
+        import asyncio
+
         self.tasks = tasks
         self.ctx = ctx
         self.name = name
         self.record: TaskRecord | None = None
-        import asyncio
-
-        self.runner: asyncio.Task | None = None
+        self.runner: asyncio.Task[Any] | None = None
         #: key -> the future its answer is delivered to (by tasks/update).
-        self.waiting: dict[str, asyncio.Future] = {}
-        self.started: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.waiting: dict[str, asyncio.Future[Any]] = {}
+        self.started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def task_id(self) -> str | None:
@@ -296,33 +257,30 @@ class _Run:
             task_id=secrets.token_urlsafe(32), owner=self.ctx.principal, name=self.name,
             created_at=now, updated_at=now, ttl_ms=tasks.ttl_ms, poll_interval_ms=tasks.poll_interval_ms,
         )
-        await tasks._sweep(now)
+        await tasks.sweep(now)
         await tasks.store.create(rec)
         self.record = rec
-        tasks._runs[rec.task_id] = self
+        tasks.runs[rec.task_id] = self
         ctx = self.ctx
-        ctx._ask = self._ask
-        ctx._emit = self._emit  # the request's own stream ends with the CreateTaskResult
+        ctx.input_channel = self
+        ctx.emitter = _no_notifications  # the request's own stream ends with the CreateTaskResult
         if not self.started.done():
             self.started.set_result(None)
 
-    async def _touch(self) -> None:
+    async def touch(self) -> None:
         rec = self.record
         assert rec is not None
         rec.updated_at = time.time()
         await self.tasks.store.save(rec)
-
-    async def _emit(self, method: str, params: dict) -> None:
-        """Progress and log notifications are not sent for tasks (SEP-2663)."""
 
     async def set_status(self, message: str) -> None:
         """Set the task's ``statusMessage`` (``ctx.report_progress(..., message=...)`` in a task)."""
         rec = self.record
         if rec is not None and rec.status not in TERMINAL:
             rec.status_message = message
-            await self._touch()
+            await self.touch()
 
-    async def _ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    async def ask(self, requests: InputRequests) -> dict[str, Any]:
         """Park the task in ``input_required`` until tasks/update answers every question."""
         import asyncio
 
@@ -342,14 +300,14 @@ class _Run:
             wire_keys[key] = wk
         if rec.status not in TERMINAL:
             rec.status = "input_required"
-        await self._touch()
+        await self.touch()
         try:
             answers = await asyncio.gather(*(self.waiting[wk] for wk in wire_keys.values()))
         finally:
             for wk in wire_keys.values():
                 self.waiting.pop(wk, None)
                 rec.input_requests.pop(wk, None)
-        return dict(zip(wire_keys, answers))
+        return dict(zip(wire_keys, answers, strict=True))
 
     def deliver(self, responses: dict[str, Any]) -> bool:
         """Hand answers to the questions they match (after checking them all); unknown keys
@@ -359,7 +317,7 @@ class _Run:
         taken = {k: v for k, v in responses.items()
                  if k in self.waiting and not self.waiting[k].done() and k in rec.input_requests}
         for key, raw in taken.items():
-            parse_answer(key, rec.input_requests[key], raw)  # -32602 before anything is taken
+            _input.parse_answer(key, rec.input_requests[key], raw)  # -32602 before anything is taken
         for key, raw in taken.items():
             self.waiting[key].set_result(raw)
             rec.input_requests.pop(key, None)
@@ -369,9 +327,13 @@ class _Run:
 
 
 class Tasks:
-    """The tasks extension of one :class:`~mcpkit.Server` (``server.tasks``)."""
+    """The tasks extension of one :class:`~mcpkit.Server` (``server.tasks``).
 
-    def __init__(self, server: "Server", store: TaskStore | None = None, *, ttl_ms: int | None = DEFAULT_TTL_MS,
+    Installed through the server's public hooks only: it adds the ``tasks/*`` methods and
+    wraps ``tools/call`` and ``subscriptions/listen``.
+    """
+
+    def __init__(self, server: Server, store: TaskStore | None = None, *, ttl_ms: int | None = DEFAULT_TTL_MS,
                  poll_interval_ms: int | None = DEFAULT_POLL_INTERVAL_MS) -> None:
         if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms <= 0):
             raise ValueError("ttl_ms must be a positive integer (milliseconds) or None (unlimited)")
@@ -381,20 +343,20 @@ class Tasks:
         self.store: TaskStore = store if store is not None else InMemoryTaskStore()
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
-        self._runs: dict[str, _Run] = {}  # the tasks whose handlers run in this process
-        self._listen: Any = None
-        self._next_sweep = 0.0
+        #: The tasks whose handlers run in this process, by id.
+        self.runs: dict[str, TaskRun] = {}
+        self.next_sweep = 0.0
 
     def install(self) -> None:
         server = self.server
         server.add_extension(EXTENSION_ID)
-        server.add_method("tasks/get", self._get, TaskParams, CAPABILITY)
-        server.add_method("tasks/update", self._update, UpdateTaskParams, CAPABILITY)
-        server.add_method("tasks/cancel", self._cancel, TaskParams, CAPABILITY)
-        self._listen = server._handlers["subscriptions/listen"]
-        server._handlers["subscriptions/listen"] = self.listen
+        server.add_method("tasks/get", self.get, TaskParams, CAPABILITY)
+        server.add_method("tasks/update", self.update, UpdateTaskParams, CAPABILITY)
+        server.add_method("tasks/cancel", self.cancel, TaskParams, CAPABILITY)
+        server.wrap_method("tools/call", self.call_tool)
+        server.wrap_method("subscriptions/listen", self.listen)
 
-    async def listen(self, ctx: "Context", params: t.ListenParams) -> Any:
+    async def listen(self, ctx: Context, params: t.ListenParams, call_next: Handler) -> Any:
         """``subscriptions/listen``: asking for task notifications needs the extension (-32021).
 
         ``notifications/tasks`` are not sent (a MAY): ``taskIds`` is never acknowledged, so
@@ -402,33 +364,30 @@ class Tasks:
         """
         if params.notifications.taskIds is not UNSET and not declared(ctx):
             raise missing_extension()
-        return await self._listen(ctx, params)
+        return await call_next(ctx, params)
 
     # ------------------------------------------------------------------ tools/call
-    async def call_tool(self, ctx: "Context", params: t.CallToolParams) -> Any:
-        """``tools/call`` with the extension: a task, or the plain call (``Server._call_tool``)."""
+    async def call_tool(self, ctx: Context, params: t.CallToolParams, call_next: Handler) -> Any:
+        """``tools/call`` with the extension: a task, or the plain call (``call_next``)."""
         import asyncio
 
-        server = self.server
-        plain = server._call_tool
-        tool = server._tools.get(params.name)
-        support = tool.task if tool is not None else "never"
-        if support == "never":
-            return await plain(ctx, params)
+        tool = self.server.tools.get(params.name)
+        if tool is None or tool.task == "never":
+            return await call_next(ctx, params)
         if not declared(ctx):
-            if support == "required":
+            if tool.task == "required":
                 raise missing_extension()
-            return await plain(ctx, params)
+            return await call_next(ctx, params)
         args = params.arguments if params.arguments is not UNSET else None
         try:
             tool.sig.bind(args)
         except msgspec.ValidationError:
-            return await plain(ctx, params)  # answered synchronously with isError, as ever
-        run = _Run(self, ctx, tool.name)
-        ctx._task = run
+            return await call_next(ctx, params)  # answered synchronously with isError, as ever
+        run = TaskRun(self, ctx, tool.name)
+        ctx.extensions[EXTENSION_ID] = run
         if tool.task_start == "immediate":
             await run.start()
-        run.runner = asyncio.get_running_loop().create_task(self._drive(run, params))
+        run.runner = asyncio.get_running_loop().create_task(self.drive(run, params, call_next))
         if run.record is not None:
             return run.record.create_result()
         try:
@@ -441,44 +400,44 @@ class Tasks:
             return run.record.create_result()
         return run.runner.result()  # the handler finished (or asked, MRTR) before start_task()
 
-    async def _drive(self, run: _Run, params: t.CallToolParams) -> Any:
+    async def drive(self, run: TaskRun, params: t.CallToolParams, call_next: Handler) -> Any:
         """Run the handler; once the call is a task, settle the task with its outcome."""
         import asyncio
 
         try:
-            result = await self.server._call_tool(run.ctx, params)
+            result = await call_next(run.ctx, params)
         except asyncio.CancelledError:
             if run.record is None:
                 raise
-            self._runs.pop(run.record.task_id, None)  # cancelled or expired: already recorded
+            self.runs.pop(run.record.task_id, None)  # cancelled or expired: already recorded
             return None
         except errors.MCPError as exc:
             if run.record is None:
                 raise
-            await self._settle(run, error=exc.to_error())
+            await self.settle(run, error=exc.to_error())
             return None
-        except InputRequired:
+        except _input.InputRequired:
             if run.record is None:
                 raise  # MRTR before the task exists: answered input_required
             log.error("task %s: input requested outside the task", run.record.task_id)
-            await self._settle(run, error=errors.internal_error("Internal error while running the task").to_error())
+            await self.settle(run, error=errors.internal_error("Internal error while running the task").to_error())
             return None
         except Exception:
             if run.record is None:
                 raise
             log.exception("task %s (%s) failed", run.record.task_id, run.name)
-            await self._settle(run, error=errors.internal_error("Internal error while running the task").to_error())
+            await self.settle(run, error=errors.internal_error("Internal error while running the task").to_error())
             return None
         if run.record is None:
             return result
-        await self._settle(run, result=msgspec.to_builtins(result))
+        await self.settle(run, result=msgspec.to_builtins(result))
         return None
 
-    async def _settle(self, run: _Run, *, result: dict[str, Any] | None = None,
-                      error: dict[str, Any] | None = None) -> None:
+    async def settle(self, run: TaskRun, *, result: dict[str, Any] | None = None,
+                     error: dict[str, Any] | None = None) -> None:
         rec = run.record
         assert rec is not None
-        self._runs.pop(rec.task_id, None)
+        self.runs.pop(rec.task_id, None)
         if rec.status in TERMINAL:
             return  # cancelled meanwhile: the late outcome is dropped
         rec.input_requests = {}
@@ -491,63 +450,64 @@ class Tasks:
         await self.store.save(rec)
 
     # ------------------------------------------------------------------ tasks/*
-    async def _lookup(self, ctx: "Context", task_id: str) -> TaskRecord:
+    async def lookup(self, ctx: Context, task_id: str) -> TaskRecord:
         if not declared(ctx):
             raise missing_extension()
         now = time.time()
-        await self._sweep(now)
-        run = self._runs.get(task_id)
+        await self.sweep(now)
+        run = self.runs.get(task_id)
         rec = run.record if run is not None else await self.store.get(task_id)
         if rec is not None and rec.expired(now):
-            await self._expire(task_id)
+            await self.expire(task_id)
             rec = None
         # Another caller's task is as unknown as a task that does not exist.
         if rec is None or rec.owner != ctx.principal:
-            raise _not_found()
+            raise task_not_found()
         return rec
 
-    async def _get(self, ctx: "Context", params: TaskParams) -> GetTaskResult:
-        rec = await self._lookup(ctx, params.taskId)
+    async def get(self, ctx: Context, params: TaskParams) -> GetTaskResult:
+        rec = await self.lookup(ctx, params.taskId)
         return rec.detailed()
 
-    async def _update(self, ctx: "Context", params: UpdateTaskParams) -> t.Result:
-        rec = await self._lookup(ctx, params.taskId)
-        run = self._runs.get(rec.task_id)
+    async def update(self, ctx: Context, params: UpdateTaskParams) -> t.Result:
+        rec = await self.lookup(ctx, params.taskId)
+        run = self.runs.get(rec.task_id)
         if run is not None and rec.status not in TERMINAL and run.deliver(params.inputResponses):
             rec.updated_at = time.time()
             await self.store.save(rec)
         return t.Result()
 
-    async def _cancel(self, ctx: "Context", params: TaskParams) -> t.Result:
-        rec = await self._lookup(ctx, params.taskId)
+    async def cancel(self, ctx: Context, params: TaskParams) -> t.Result:
+        rec = await self.lookup(ctx, params.taskId)
         if rec.status not in TERMINAL:
             rec.status = "cancelled"
             rec.status_message = "Cancelled at the client's request"
             rec.input_requests = {}
             rec.updated_at = time.time()
             await self.store.save(rec)
-            run = self._runs.pop(rec.task_id, None)
+            run = self.runs.pop(rec.task_id, None)
             if run is not None and run.runner is not None:
                 run.runner.cancel()
         return t.Result()
 
     # ------------------------------------------------------------------ expiry
-    async def _sweep(self, now: float) -> None:
-        if now < self._next_sweep:
+    async def sweep(self, now: float) -> None:
+        """Purge expired tasks (at most once a second), stopping their handlers."""
+        if now < self.next_sweep:
             return
-        self._next_sweep = now + 1.0
+        self.next_sweep = now + 1.0
         for task_id in await self.store.purge_expired(now):
-            self._stop(task_id)
+            self.stop(task_id)
 
-    async def _expire(self, task_id: str) -> None:
-        self._stop(task_id)
+    async def expire(self, task_id: str) -> None:
+        self.stop(task_id)
         await self.store.delete(task_id)
 
-    def _stop(self, task_id: str) -> None:
-        run = self._runs.pop(task_id, None)
+    def stop(self, task_id: str) -> None:
+        run = self.runs.pop(task_id, None)
         if run is not None and run.runner is not None:
             run.runner.cancel()
 
     def running(self) -> int:
         """How many tasks have a handler running in this process."""
-        return len(self._runs)
+        return len(self.runs)

@@ -1,256 +1,216 @@
 """Legacy (2025-11-25) Streamable HTTP: ``Mcp-Session-Id`` sessions beside the stateless wire.
 
-``initialize`` creates a session (validated first, capped in number, expired when idle);
-session requests may be answered on an SSE stream that also carries the server's own
-requests (sampling, elicitation, roots) and notifications; GET opens the session's stream
-for list changes and resource updates; DELETE ends it. A disconnect is not a cancellation
-on this wire.
+``initialize`` creates a session (validated first, by the router; capped in number; expired
+when idle); session requests may be answered on an SSE stream that also carries the
+server's own requests (sampling, elicitation, roots) and notifications; GET opens the
+session's stream for list changes and resource updates; DELETE ends it. A disconnect is not
+a cancellation on this wire: ``notifications/cancelled`` is, and the session handles it.
+
+Which POST lands here is decided by :mod:`mcpkit.protocol.routing`; this module only
+keeps sessions (:class:`SessionRegistry`) and serves them (:class:`LegacyEndpoint`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..protocol import codec, errors, versions
+from ..protocol import codec, errors, sse
+from . import _asgi
+from ._asgi import Receive, Send
+from ._interface import Dispatcher, LegacyPeer
 
-if TYPE_CHECKING:
-    from ..server import Server
-    from ..server._legacy import LegacySession
-
-log = logging.getLogger("mcpkit.http")
-
-Send = Callable[[dict], Awaitable[None]]
-Receive = Callable[[], Awaitable[dict]]
-
-_SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+_STREAM_OPEN = sse.comment("stream open")
 
 
 class _Entry:
-    __slots__ = ("session", "last_used", "stream")
+    """One live session: its peer, when it was last used, and its GET stream (when open)."""
 
-    def __init__(self, session: "LegacySession") -> None:
-        self.session = session
+    __slots__ = ("peer", "last_used", "stream")
+
+    peer: LegacyPeer
+
+    def __init__(self) -> None:
         self.last_used = time.monotonic()
         self.stream: asyncio.Queue[bytes | None] | None = None
 
+    async def push(self, data: bytes) -> None:
+        """The session-level channel: onto the GET stream, if one is open."""
+        if self.stream is not None:
+            self.stream.put_nowait(data)
+        # No GET stream open: the spec lets a server drop session-level messages then.
 
-class LegacySessions:
-    """The live legacy sessions of one HTTP endpoint."""
+    def open_stream(self) -> asyncio.Queue[bytes | None]:
+        self.end_stream()  # one GET stream per session: the newest wins
+        self.stream = asyncio.Queue()
+        return self.stream
 
-    def __init__(self, server: "Server", *, idle_timeout: float = 1800.0, max_sessions: int = 1000,
-                 keepalive: float = 15.0) -> None:
-        self.server = server
+    def end_stream(self) -> None:
+        if self.stream is not None:
+            self.stream.put_nowait(None)
+
+    def close(self) -> None:
+        self.peer.close()
+        self.end_stream()
+
+
+class SessionRegistry:
+    """The live sessions of one endpoint, by ``Mcp-Session-Id``.
+
+    In process memory; the one place to change for a shared store. A session with an open
+    GET stream is a client still listening, so it never counts as idle.
+    """
+
+    def __init__(self, *, idle_timeout: float = 1800.0, max_sessions: int = 1000) -> None:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
-        self.keepalive = keepalive
         self._sessions: dict[str, _Entry] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def _idle(self, entry: _Entry, now: float) -> bool:
-        # An open GET stream is a client still listening: that session is not idle.
-        return entry.stream is None and now - entry.last_used > self.idle_timeout
+    def has_room(self) -> bool:
+        """Whether one more session fits (idle ones are swept first when it is full)."""
+        if len(self._sessions) >= self.max_sessions:
+            now = time.monotonic()
+            for sid in [sid for sid, e in self._sessions.items() if self._idle(e, now)]:
+                self._sessions.pop(sid).close()
+        return len(self._sessions) < self.max_sessions
 
-    def _expire(self, sid: str, entry: _Entry) -> None:
-        self._sessions.pop(sid, None)
-        entry.session.close()
-        if entry.stream is not None:
-            entry.stream.put_nowait(None)
-
-    def _sweep(self) -> None:
-        now = time.monotonic()
-        for sid, entry in [(sid, e) for sid, e in self._sessions.items() if self._idle(e, now)]:
-            self._expire(sid, entry)
+    def add(self, entry: _Entry) -> str:
+        """Register a session; returns its new id (visible ASCII only)."""
+        sid = secrets.token_urlsafe(24)
+        self._sessions[sid] = entry
+        return sid
 
     def get(self, sid: str) -> _Entry | None:
+        """The live session (marked as used now), or None when unknown or expired (then ended)."""
         entry = self._sessions.get(sid)
         if entry is None:
             return None
         now = time.monotonic()
         if self._idle(entry, now):
-            self._expire(sid, entry)
+            del self._sessions[sid]
+            entry.close()
             return None
         entry.last_used = now
         return entry
 
+    def remove(self, sid: str) -> bool:
+        """End a session; False when there was none by that id."""
+        entry = self._sessions.pop(sid, None)
+        if entry is None:
+            return False
+        entry.close()
+        return True
+
     def close_all(self) -> None:
-        for e in self._sessions.values():
-            e.session.close()
-            if e.stream is not None:
-                e.stream.put_nowait(None)
+        for entry in self._sessions.values():
+            entry.close()
         self._sessions.clear()
 
+    def _idle(self, entry: _Entry, now: float) -> bool:
+        return entry.stream is None and now - entry.last_used > self.idle_timeout
+
+
+class LegacyEndpoint:
+    """Serves the session wire of one HTTP endpoint."""
+
+    def __init__(self, server: Dispatcher, *, idle_timeout: float = 1800.0, max_sessions: int = 1000,
+                 keepalive: float = 15.0) -> None:
+        self.server = server
+        self.keepalive = keepalive
+        self.sessions = SessionRegistry(idle_timeout=idle_timeout, max_sessions=max_sessions)
+
     # ------------------------------------------------------------------ POST
-    async def post(self, msg: Any, hdrs: dict, send: Send) -> None:
-        sid = hdrs.get("mcp-session-id")
-        version = hdrs.get("mcp-protocol-version")
-        if version is not None and version.strip() not in versions.LEGACY_VERSIONS:
-            await _json(send, 400, codec.encode_error(getattr(msg, "id", None), errors.invalid_request(
-                f"unsupported MCP-Protocol-Version {version.strip()!r} for a session request")))
+    async def initialize(self, req: codec.Request, send: Send) -> None:
+        """A valid ``initialize`` without a session: open one, if there is room."""
+        if not self.sessions.has_room():
+            await _asgi.respond_error(send, 503, errors.internal_error(
+                "too many open sessions; try again later or use 2026-07-28 (stateless)"), req.id)
             return
-        if type(msg) is codec.Request and msg.method == "initialize" and sid is None:
-            await self._initialize(msg, send)
-            return
-        if sid is None:
-            if type(msg) is codec.Notification:
-                await _accepted(send)  # nothing to attach it to; harmless
-                return
-            await _json(send, 400, codec.encode_error(getattr(msg, "id", None), errors.invalid_request(
-                "missing Mcp-Session-Id header: send initialize first (or use 2026-07-28 with params._meta)")))
-            return
-        entry = self.get(sid.strip())
-        if entry is None:
-            await _json(send, 404, codec.encode_error(getattr(msg, "id", None), errors.invalid_request(
-                "unknown or expired session: send initialize again")))
-            return
-        session = entry.session
-        if type(msg) is codec.Notification:
-            session.handle_notification(msg)
-            await _accepted(send)
-        elif type(msg) is codec.Response:
-            session.handle_response(msg)
-            await _accepted(send)
-        else:
-            await _LegacyExchange(session, msg, send).run()
-
-    async def _initialize(self, req: codec.Request, send: Send) -> None:
-        from ..server._legacy import LegacySession
-
-        # Validate before creating anything: a flood of bad initializes must cost nothing.
-        bad = LegacySession.validate_initialize(codec.params_dict(req.params))
-        if bad is not None:
-            await _json(send, 400, codec.encode_error(req.id, bad))
-            return
-        if len(self._sessions) >= self.max_sessions:
-            self._sweep()
-            if len(self._sessions) >= self.max_sessions:
-                await _json(send, 503, codec.encode_error(req.id, errors.internal_error(
-                    "too many open sessions; try again later or use 2026-07-28 (stateless)")))
-                return
-        sid = secrets.token_urlsafe(24)  # visible ASCII only
-        entry = _Entry(LegacySession(self.server))
-        entry.session.send = self._stream_sender(entry)
-        reply = await entry.session.handle(req)
+        entry = _Entry()
+        entry.peer = self.server.open_legacy_session(send=entry.push)
+        reply = await entry.peer.handle(req)
         if reply.error_code is not None:
-            entry.session.close()
-            await _json(send, 400, reply.body)
+            entry.peer.close()
+            await _asgi.respond_json(send, 400, reply.body)
             return
-        self._sessions[sid] = entry
-        await _json(send, 200, reply.body, [(b"mcp-session-id", sid.encode())])
+        sid = self.sessions.add(entry)
+        await _asgi.respond_json_with(send, 200, reply.body, [(b"mcp-session-id", sid.encode())])
 
-    def _stream_sender(self, entry: _Entry) -> Callable[[bytes], Awaitable[None]]:
-        async def send_on_stream(data: bytes) -> None:
-            if entry.stream is not None:
-                entry.stream.put_nowait(data)
-            # No GET stream open: the spec lets a server drop session-level messages then.
-
-        return send_on_stream
+    async def deliver(self, sid: str, msg: codec.Message, send: Send) -> None:
+        """A message for session ``sid``."""
+        entry = self.sessions.get(sid)
+        if entry is None:
+            await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session: send initialize again"),
+                                      getattr(msg, "id", None))
+            return
+        peer = entry.peer
+        if type(msg) is codec.Request:
+            await _serve(peer, msg, send)
+            return
+        if type(msg) is codec.Notification:
+            peer.handle_notification(msg)  # notifications/cancelled included: the session cancels by id
+        else:
+            assert type(msg) is codec.Response
+            peer.handle_response(msg)
+        await _asgi.respond_empty(send, 202)
 
     # ------------------------------------------------------------------ GET / DELETE
-    async def get_stream(self, hdrs: dict, receive: Receive, send: Send) -> None:
-        entry = self.get(hdrs["mcp-session-id"].strip())
+    async def open_stream(self, sid: str, receive: Receive, send: Send) -> None:
+        """GET: the session's own stream, until the client leaves or the session ends."""
+        entry = self.sessions.get(sid)
         if entry is None:
-            await _json(send, 404, codec.encode_error(None, errors.invalid_request("unknown or expired session")))
+            await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session"))
             return
-        if entry.stream is not None:
-            entry.stream.put_nowait(None)  # one GET stream per session: the newest wins
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        entry.stream = queue
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            queue.put_nowait(None)
-
-        watcher = asyncio.ensure_future(watch())
+        queue = entry.open_stream()
+        await _asgi.start_stream(send)
+        await _asgi.send_comment(send, _STREAM_OPEN)
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(_asgi.watch_disconnect(receive, lambda: queue.put_nowait(None)))
+        pinger = loop.create_task(_asgi.keep_alive(send, self.keepalive, wait_first=True))
         try:
-            while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), self.keepalive)
-                except asyncio.TimeoutError:
-                    await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
-                    continue
-                if item is None:
-                    break
-                await send({"type": "http.response.body", "body": b"event: message\ndata: " + item + b"\n\n", "more_body": True})
+            while (item := await queue.get()) is not None:
+                await _asgi.send_event(send, item)
                 entry.last_used = time.monotonic()
         except OSError:
             pass
         finally:
             watcher.cancel()
+            pinger.cancel()
             if entry.stream is queue:
                 entry.stream = None
         try:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await _asgi.end_stream(send)
         except Exception:
             pass
 
-    async def delete(self, hdrs: dict, send: Send) -> None:
-        sid = hdrs["mcp-session-id"].strip()
-        entry = self._sessions.pop(sid, None)
-        if entry is None:
-            await _json(send, 404, codec.encode_error(None, errors.invalid_request("unknown or expired session")))
+    async def end(self, sid: str, send: Send) -> None:
+        """DELETE: end the session."""
+        if not self.sessions.remove(sid):
+            await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session"))
             return
-        entry.session.close()
-        if entry.stream is not None:
-            entry.stream.put_nowait(None)
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
-        await send({"type": "http.response.body", "body": b""})
+        await _asgi.respond_empty(send, 200)
+
+    def close_all(self) -> None:
+        self.sessions.close_all()
 
 
-class _LegacyExchange:
+async def _serve(peer: LegacyPeer, req: codec.Request, send: Send) -> None:
     """One session request: JSON, or SSE once a notification or server request must go first."""
-
-    __slots__ = ("session", "req", "send", "streaming")
-
-    def __init__(self, session: "LegacySession", req: codec.Request, send: Send) -> None:
-        self.session = session
-        self.req = req
-        self.send = send
-        self.streaming = False
-
-    async def _emit(self, data: bytes) -> None:
-        if not self.streaming:
-            self.streaming = True
-            await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        await self.send({"type": "http.response.body", "body": b"event: message\ndata: " + data + b"\n\n", "more_body": True})
-
-    async def run(self) -> None:
-        session, req = self.session, self.req
-        task = asyncio.current_task()
-        session.inflight[req.id] = task  # type: ignore[assignment]
-        try:
-            reply = await session.handle(req, self._emit)
-        except asyncio.CancelledError:
-            reply = None  # cancelled by notifications/cancelled: no response is sent
-            if not session.closed and task is not None and task.cancelling():
-                task.uncancel()
-        finally:
-            session.inflight.pop(req.id, None)
-        if self.streaming:
-            body = b"" if reply is None else b"event: message\ndata: " + reply.body + b"\n\n"
-            await self.send({"type": "http.response.body", "body": body, "more_body": False})
-        elif reply is None:
-            await _accepted(send=self.send)
-        else:
-            await _json(self.send, 200, reply.body)
-
-
-async def _json(send: Send, status: int, body: bytes, extra: list | None = None) -> None:
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _accepted(send: Send) -> None:
-    await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
-    await send({"type": "http.response.body", "body": b""})
+    exchange = _asgi.Exchange(send)
+    task = asyncio.current_task()
+    if task is not None:
+        peer.inflight[req.id] = task  # so notifications/cancelled can find it
+    body: bytes | None
+    try:
+        body = (await peer.handle(req, exchange.message)).body
+    except asyncio.CancelledError:
+        body = None  # cancelled by notifications/cancelled: no response is sent
+        if not peer.closed and task is not None and task.cancelling():
+            task.uncancel()
+    finally:
+        peer.inflight.pop(req.id, None)
+    await exchange.finish(body)

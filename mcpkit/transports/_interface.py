@@ -7,6 +7,7 @@ protocols, which :class:`mcpkit.Server` and its legacy sessions satisfy.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -20,6 +21,11 @@ SendRaw = Callable[[bytes], Awaitable[None]]
 
 class LegacyPeer(Protocol):
     """One 2025-11-25 session (a stdio process, or one ``Mcp-Session-Id``)."""
+
+    #: The tasks serving this session's requests, by request id. The transport registers each
+    #: one (and removes it when done) so that ``notifications/cancelled``, which the session
+    #: handles, can cancel it; :meth:`close` cancels what is left.
+    inflight: dict[Any, asyncio.Task[Any]]
 
     @property
     def closed(self) -> bool: ...

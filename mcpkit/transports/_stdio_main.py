@@ -3,8 +3,8 @@
 Hosts often spawn a server only to ask ``server/discover`` (or list its tools) and close
 it. Those first requests are answered synchronously, before asyncio is even imported,
 which cuts the cold start; the first request that may need the loop (a tool call, a
-legacy handshake, anything else) hands over to the asyncio session with the era and the
-unread input carried over.
+legacy handshake, anything else) hands over to the asyncio session with the router (and
+so the era) and the unread input carried over.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import codec, eras
+from ..protocol import codec, routing
 
-if TYPE_CHECKING:
-    from ..server import Server
+if TYPE_CHECKING:  # (at run time this module must not import asyncio, which _interface does)
+    from ._interface import Dispatcher, LegacyPeer
 
 #: Lines longer than this are refused (the rest of the line is skipped) rather than buffered.
 MAX_LINE = 16 * 1024 * 1024
@@ -49,7 +50,8 @@ class Out:
 
 
 def claim_stdout() -> int:
-    """Keep the real stdout for MCP and point fd 1 (and sys.stdout) at stderr.
+    """Keep the real stdout for MCP and point fd 1 (and sys.stdout) at stderr; returns the
+    MCP stream's new fd.
 
     A stray ``print()`` in a handler, or a C library writing to fd 1, would otherwise
     corrupt the message stream.
@@ -64,10 +66,10 @@ def claim_stdout() -> int:
 class Opening:
     """What the synchronous opening leaves for the event loop."""
 
-    __slots__ = ("era", "lines", "rest", "eof")
+    __slots__ = ("router", "lines", "rest", "eof")
 
-    def __init__(self) -> None:
-        self.era: str | None = None
+    def __init__(self, router: routing.StdioRouter[LegacyPeer]) -> None:
+        self.router = router  # it has seen every request the opening answered
         self.lines: list[bytes] = []  # complete lines not answered yet, in order
         self.rest = b""  # an incomplete last line
         self.eof = False
@@ -77,9 +79,9 @@ class Opening:
         return lines
 
 
-def answer_opening(server: "Server", in_fd: int, write: Any) -> Opening:
+def answer_opening(server: Dispatcher, in_fd: int, write: Callable[[bytes], None]) -> Opening:
     """Answer discover/list requests synchronously until one needs the event loop or EOF."""
-    opening = Opening()
+    opening = Opening(routing.StdioRouter(legacy=server.legacy))
     buf = b""
     while True:
         try:
@@ -104,7 +106,7 @@ def answer_opening(server: "Server", in_fd: int, write: Any) -> Opening:
                 return opening
 
 
-def _answer_now(server: "Server", line: bytes, write: Any, opening: Opening) -> bool:
+def _answer_now(server: Dispatcher, line: bytes, write: Callable[[bytes], None], opening: Opening) -> bool:
     """Answer ``line`` here if that needs no event loop; False hands it to the loop."""
     try:
         msg = codec.decode(line)
@@ -113,43 +115,53 @@ def _answer_now(server: "Server", line: bytes, write: Any, opening: Opening) -> 
         return True
     if type(msg) is not codec.Request or msg.method not in _OPENING_METHODS:
         return False
-    if eras.request_era(codec.params_dict(msg.params)) != "modern":
+    # Never an initialize or a ping: the router can only say "modern" here (deciding the era
+    # when the request carries _meta). Handing over re-feeds the line, which says it again.
+    if opening.router.receive_request(msg) is not routing.SERVE_MODERN:
         return False
     coro = server.handle(msg)
     try:
         coro.send(None)
     except StopIteration as done:
-        opening.era = "modern"
         write(done.value.body)
         return True
     coro.close()  # it wanted to wait after all: the loop will answer it (these methods are pure)
     return False
 
 
-def run_stdio_server(server: "Server", *, exit_on_eof: bool = True, in_fd: int | None = None,
+def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int | None = None,
                      out_fd: int | None = None, **kwargs: Any) -> None:
-    """Serve ``server`` on stdio until stdin closes (``out_fd``: an fd already claimed for MCP).
+    """Serve ``server`` on stdio until stdin closes and what was in flight is answered, then return.
 
-    With ``exit_on_eof`` (the default) the process ends right after the last answer is
-    written: atexit handlers run and streams are flushed, but the interpreter's slow module
-    teardown is skipped, so a host closing many servers is not kept waiting.
+    ``out_fd``: an fd already claimed for MCP (see :func:`claim_stdout`); the caller keeps
+    it. Otherwise stdout is claimed here, and on return the MCP stream is closed (the client
+    sees EOF) while fd 1 and ``sys.stdout`` stay on stderr, so nothing printed afterwards
+    can reach a client that is still reading.
+
+    ``fast_exit`` ends the process instead of returning, right after the last answer:
+    atexit handlers run and streams are flushed, but the interpreter's slow teardown is
+    skipped, so a host closing many servers is not kept waiting (``mcpkit serve`` does
+    this). Code after ``server.run()`` then never runs.
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
-    out_fd = claim_stdout() if out_fd is None else out_fd
+    claimed = out_fd is None
+    mcp_fd = claim_stdout() if out_fd is None else out_fd
     try:
-        opening = answer_opening(server, in_fd, Out(out_fd).write)
+        opening = answer_opening(server, in_fd, Out(mcp_fd).write)
         if opening.lines or opening.rest or not opening.eof:
             import asyncio
 
             from .stdio import serve_stdio
 
-            asyncio.run(serve_stdio(server, in_fd=in_fd, out_fd=out_fd, opening=opening, **kwargs))
+            asyncio.run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs))
     except KeyboardInterrupt:
         pass
-    if exit_on_eof:
+    if fast_exit:
         _exit_now()
+    if claimed:
+        os.close(mcp_fd)
 
 
 def _exit_now() -> None:

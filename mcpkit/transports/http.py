@@ -5,6 +5,10 @@ or with a ``text/event-stream`` that belongs to that request alone when the hand
 progress or log notifications (or runs long enough to need keep-alives). Headers that
 mirror the body are checked against it; Origin and Host are checked against an allow-list;
 bodies are size-limited; a client disconnect cancels the handler.
+
+The same endpoint serves 2025-11-25 sessions (``_http_legacy``); where each request goes
+is decided by :mod:`mcpkit.protocol.routing`, and the response plumbing of both eras is
+in ``_asgi``.
 """
 
 from __future__ import annotations
@@ -12,19 +16,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from collections.abc import Iterable
+from typing import Any, assert_never
 
-from ..protocol import codec, eras, errors, headers as H, versions
+from ..protocol import codec, errors, inbound, routing
+from ..protocol import headers as H
+from ..protocol.routing import OpenSession, ServeModern
 from ..protocol.types import CallToolParams
-
-if TYPE_CHECKING:
-    from ..server import Server
+from . import _asgi
+from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
+from ._http_legacy import LegacyEndpoint
+from ._interface import Dispatcher
 
 log = logging.getLogger("mcpkit.http")
-
-Scope = dict
-Receive = Callable[[], Awaitable[dict]]
-Send = Callable[[dict], Awaitable[None]]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
@@ -46,12 +50,7 @@ _DISPATCH_STATUS = {
 }
 
 _WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"authorization", b"last-event-id"})
-_JSON_HEADERS = [(b"content-type", b"application/json")]
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
+_FORBIDDEN = errors.MCPError(errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")
 
 
 _HOSTPORT = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::(\d{1,5}))?")
@@ -134,7 +133,7 @@ class HttpApp:
 
     def __init__(
         self,
-        server: "Server",
+        server: Dispatcher,
         *,
         path: str = "/mcp",
         allowed_hosts: Iterable[str] | None = None,
@@ -149,25 +148,25 @@ class HttpApp:
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
-        self.sessions: Any = None
-        if server.legacy:
-            from ._http_legacy import LegacySessions
-
-            self.sessions = LegacySessions(server, idle_timeout=session_idle_timeout, max_sessions=max_sessions,
-                                           keepalive=keepalive_interval)
+        #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
+        self.legacy = server.legacy
+        self.legacy_endpoint = LegacyEndpoint(server, idle_timeout=session_idle_timeout, max_sessions=max_sessions,
+                                              keepalive=keepalive_interval)
+        #: The live legacy sessions (empty when the server serves 2026-07-28 only).
+        self.sessions = self.legacy_endpoint.sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
             await self._http(scope, receive, send)
         elif kind == "lifespan":
-            await _lifespan(receive, send)
+            await _asgi.lifespan(receive, send)
 
     # ------------------------------------------------------------------ plumbing
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         if path != self.path and path.rstrip("/") != self.path:
-            await _plain(send, 404, b"Not Found")
+            await _asgi.respond_plain(send, 404, b"Not Found")
             return
         hdrs: dict[str, str] = {}
         for k, v in scope["headers"]:
@@ -178,12 +177,11 @@ class HttpApp:
                 value = v.decode("latin-1")
                 hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
         if not self.policy.host_ok(hdrs.get("host")) or not self.policy.origin_ok(hdrs.get("origin")):
-            await _json(send, 403, codec.encode_error(None, errors.MCPError(
-                errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")))
+            await _asgi.respond_error(send, 403, _FORBIDDEN)
             return
         method = scope["method"]
         if method != "POST":
-            await self._not_post(scope, receive, send, method, hdrs)
+            await self._not_post(method, hdrs, receive, send)
             return
         body = await self._read_body(receive, send, hdrs)
         if body is None:
@@ -191,48 +189,47 @@ class HttpApp:
         try:
             msg = codec.decode(body)
         except codec.InvalidMessage as exc:
-            await _json(send, 400, codec.encode_error(exc.id, exc.error))
+            await _asgi.respond_error(send, 400, exc.error, exc.id)
             return
-        if self.sessions is not None and self._is_legacy(msg, hdrs):
-            await self.sessions.post(msg, hdrs, send)
-        elif type(msg) is codec.Request:
-            await self._request(msg, hdrs, receive, send)
+        if type(msg) is codec.Request:
+            route = routing.route_request(msg, hdrs, self.legacy)
+            if isinstance(route, ServeModern):  # the hot path
+                await self._request(msg, hdrs, receive, send)
+            elif isinstance(route, OpenSession):
+                await self.legacy_endpoint.initialize(msg, send)
+            else:
+                await self._settle(route, msg, send)
         elif type(msg) is codec.Notification:
-            # Accepted and ignored: on HTTP a closed stream is the cancel signal, and no other
-            # client notification exists in this revision.
-            await send({"type": "http.response.start", "status": 202, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
+            await self._settle(routing.route_notification(msg, hdrs, self.legacy), msg, send)
         else:
-            await _json(send, 400, codec.encode_error(None, errors.invalid_request(
-                "clients must not send JSON-RPC responses")))
+            assert type(msg) is codec.Response
+            await self._settle(routing.route_response(msg, hdrs, self.legacy), msg, send)
 
-    @staticmethod
-    def _is_legacy(msg: Any, hdrs: dict) -> bool:
-        """Era of a POST, from its body, with the version header as the cross-check: a body
-        carrying modern ``_meta`` (or a modern version header) is never served as legacy."""
-        header = hdrs.get("mcp-protocol-version")
-        if header is not None and versions.is_modern(header.strip()):
-            return False
-        if type(msg) is codec.Response:
-            return "mcp-session-id" in hdrs
-        if type(msg) is codec.Notification:
-            return "mcp-session-id" in hdrs
-        return eras.request_era(codec.params_dict(msg.params)) == "legacy"
+    async def _settle(self, route: routing.Accept | routing.ToSession | routing.RefuseHttp, msg: codec.Message,
+                      send: Send) -> None:
+        """Every POST route but a stateless request and a new session."""
+        match route:
+            case routing.Accept():
+                await _asgi.respond_empty(send, 202)
+            case routing.ToSession(session_id=sid):
+                await self.legacy_endpoint.deliver(sid, msg, send)
+            case routing.RefuseHttp():
+                await _refuse(send, route)
+            case unexpected:
+                assert_never(unexpected)
 
-    async def _not_post(self, scope: Scope, receive: Receive, send: Send, method: str, hdrs: dict) -> None:
-        if self.sessions is not None and "mcp-session-id" in hdrs:
-            if method == "GET":
-                await self.sessions.get_stream(hdrs, receive, send)
-                return
-            if method == "DELETE":
-                await self.sessions.delete(hdrs, send)
-                return
-        await send({"type": "http.response.start", "status": 405,
-                    "headers": [(b"allow", b"POST"), (b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": codec.encode_error(None, errors.MCPError(
-            errors.INVALID_REQUEST, f"Method Not Allowed: this endpoint accepts POST only, not {method}"))})
+    async def _not_post(self, method: str, hdrs: dict[str, str], receive: Receive, send: Send) -> None:
+        match routing.route_method(method, hdrs, self.legacy):
+            case routing.SessionStream(session_id=sid):
+                await self.legacy_endpoint.open_stream(sid, receive, send)
+            case routing.EndSession(session_id=sid):
+                await self.legacy_endpoint.end(sid, send)
+            case routing.RefuseHttp() as route:
+                await _refuse(send, route)
+            case unexpected:
+                assert_never(unexpected)
 
-    async def _read_body(self, receive: Receive, send: Send, hdrs: dict) -> bytes | None:
+    async def _read_body(self, receive: Receive, send: Send, hdrs: dict[str, str]) -> bytes | None:
         limit = self.max_body
         declared = hdrs.get("content-length")
         if declared is not None:
@@ -244,7 +241,7 @@ class HttpApp:
                 await self._too_large(send)
                 return None
         msg = await receive()
-        body = msg.get("body", b"")
+        body: bytes = msg.get("body", b"")
         if not msg.get("more_body"):
             if len(body) > limit:
                 await self._too_large(send)
@@ -265,25 +262,24 @@ class HttpApp:
         return b"".join(chunks)
 
     async def _too_large(self, send: Send) -> None:
-        await _json(send, 413, codec.encode_error(None, errors.invalid_request(
-            f"the request body is larger than {self.max_body} bytes")))
+        await _asgi.respond_error(send, 413, errors.invalid_request(f"the request body is larger than {self.max_body} bytes"))
 
     # ------------------------------------------------------------------ requests
-    async def _request(self, req: codec.Request, hdrs: dict, receive: Receive, send: Send) -> None:
+    async def _request(self, req: codec.Request, hdrs: dict[str, str], receive: Receive, send: Send) -> None:
         server = self.server
         try:
             checked = server.check(req)
         except errors.MCPError as exc:
             exc = self._header_error_first(req, hdrs, exc)
-            await _json(send, _PRE_DISPATCH_STATUS.get(exc.code, 200), codec.encode_error(req.id, exc))
+            await _asgi.respond_error(send, _PRE_DISPATCH_STATUS.get(exc.code, 200), exc, req.id)
             return
         p = checked.params
         if req.method == "subscriptions/listen":
             accept = hdrs.get("accept", "")
             if accept and "text/event-stream" not in accept and "*/*" not in accept:
                 # Its acknowledgement and notifications can only travel on an event stream.
-                await _json(send, 400, codec.encode_error(req.id, errors.invalid_request(
-                    "subscriptions/listen answers with text/event-stream; the Accept header must allow it")))
+                await _asgi.respond_error(send, 400, errors.invalid_request(
+                    "subscriptions/listen answers with text/event-stream; the Accept header must allow it"), req.id)
                 return
         name_params: dict[str, Any] | None = None
         annotations = None
@@ -299,11 +295,11 @@ class HttpApp:
             H.check_request_headers(hdrs, req.method, name_params, checked.meta.protocolVersion, annotations,
                                     supported_versions=server.supported_versions, lowered=True)
         except errors.MCPError as exc:
-            await _json(send, 400, codec.encode_error(req.id, exc))
+            await _asgi.respond_error(send, 400, exc, req.id)
             return
         await _Exchange(self, req, checked, hdrs, receive, send).run()
 
-    def _header_error_first(self, req: codec.Request, hdrs: dict, exc: errors.MCPError) -> errors.MCPError:
+    def _header_error_first(self, req: codec.Request, hdrs: dict[str, str], exc: errors.MCPError) -> errors.MCPError:
         """A header/body disagreement outranks version and method errors (but not a missing _meta)."""
         if exc.code not in (errors.UNSUPPORTED_PROTOCOL_VERSION, errors.METHOD_NOT_FOUND, errors.INVALID_PARAMS):
             return exc
@@ -320,52 +316,30 @@ class HttpApp:
         return exc
 
 
-class _OnSuspend:
-    """Await a coroutine in the current task, calling ``on_suspend`` the first time it
-    actually waits. Exactly ``await coro`` otherwise: values and exceptions pass through."""
-
-    __slots__ = ("coro", "on_suspend")
-
-    def __init__(self, coro: Any, on_suspend: Callable[[], None]) -> None:
-        self.coro = coro
-        self.on_suspend = on_suspend
-
-    def __await__(self) -> Any:
-        coro = self.coro
-        value: Any = None
-        error: BaseException | None = None
-        first = True
-        while True:
-            try:
-                yielded = coro.send(value) if error is None else coro.throw(error)
-            except StopIteration as stop:
-                return stop.value
-            if first:
-                first = False
-                self.on_suspend()
-            try:
-                value, error = (yield yielded), None
-            except BaseException as exc:  # thrown in by the task (cancellation)
-                value, error = None, exc
+async def _refuse(send: Send, route: routing.RefuseHttp) -> None:
+    extra = [(b"allow", route.allow.encode())] if route.allow is not None else ()
+    await _asgi.respond_error(send, route.status, route.error, route.request_id, extra)
 
 
-class _Exchange:
-    """One request's response: JSON by default, switching to SSE on the first notification."""
+class _Exchange(_asgi.Exchange):
+    """One stateless request's answer: JSON by default, switching to SSE on the first
+    notification; a client disconnect cancels the handler."""
 
-    __slots__ = ("app", "req", "checked", "receive", "send", "sse_ok", "streaming", "done", "task", "watcher", "timer")
+    __slots__ = ("app", "req", "checked", "receive", "sse_ok", "done", "task", "watcher", "timer")
 
-    def __init__(self, app: HttpApp, req: codec.Request, checked: Any, hdrs: dict, receive: Receive, send: Send) -> None:
+    def __init__(self, app: HttpApp, req: codec.Request, checked: inbound.Checked, hdrs: dict[str, str],
+                 receive: Receive, send: Send) -> None:
+        self.send = send  # the base's two fields, set here: no super() call on the hot path
+        self.streaming = False
         self.app = app
         self.req = req
         self.checked = checked
         self.receive = receive
-        self.send = send
         accept = hdrs.get("accept", "")
         self.sse_ok = "text/event-stream" in accept or "*/*" in accept or not accept
-        self.streaming = False
         self.done = False
-        self.task: asyncio.Task | None = None
-        self.watcher: asyncio.Task | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.watcher: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
 
     def _suspended(self) -> None:
@@ -374,13 +348,13 @@ class _Exchange:
         common fast call costs no extra task.)"""
         loop = asyncio.get_running_loop()
         self.task = asyncio.current_task()
-        self.watcher = loop.create_task(self._watch_disconnect())
+        self.watcher = loop.create_task(_asgi.watch_disconnect(self.receive, self._disconnected))
         if self.sse_ok:
             self.timer = loop.call_later(self.app.keepalive, self._keepalive_due)
 
     async def run(self) -> None:
         try:
-            reply = await _OnSuspend(self.app.server.run_checked(self.req, self.checked, self._emit), self._suspended)
+            reply = await OnSuspend(self.app.server.run_checked(self.req, self.checked, self._emit), self._suspended)
         except asyncio.CancelledError:
             if not self.done:
                 # Our own cancellation (client went away): nothing more is sent for this request.
@@ -394,68 +368,38 @@ class _Exchange:
             if self.timer is not None:
                 self.timer.cancel()
         if self.streaming:
-            await self.send({"type": "http.response.body", "body": b"event: message\ndata: " + reply.body + b"\n\n", "more_body": False})
+            await _asgi.end_stream(self.send, reply.body)
         else:
-            await _json(self.send, _DISPATCH_STATUS.get(reply.error_code, 200) if reply.error_code else 200, reply.body)
+            code = reply.error_code
+            await respond_json(self.send, _DISPATCH_STATUS.get(code, 200) if code else 200, reply.body)
 
-    async def _watch_disconnect(self) -> None:
-        while True:
-            msg = await self.receive()
-            if msg["type"] == "http.disconnect":
-                if not self.done and self.task is not None:
-                    self.task.cancel()
-                return
+    def _disconnected(self) -> None:
+        if not self.done and self.task is not None:
+            self.task.cancel()
 
-    async def _start_stream(self) -> None:
-        self.streaming = True
-        await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-
-    async def _emit(self, method: str, params: dict) -> None:
+    async def _emit(self, method: str, params: dict[str, Any]) -> None:
         if not self.sse_ok or self.done:
             return  # the client cannot take a stream: notifications are optional, the result is not
-        if not self.streaming:
-            await self._start_stream()
-        data = codec.encode_notification(method, params)
-        await self.send({"type": "http.response.body", "body": b"event: message\ndata: " + data + b"\n\n", "more_body": True})
+        await self.message(codec.encode_notification(method, params))
 
     def _keepalive_due(self) -> None:
         if not self.done:
-            asyncio.get_running_loop().create_task(self._keepalive_loop())
+            asyncio.get_running_loop().create_task(self._keepalive())
 
-    async def _keepalive_loop(self) -> None:
+    def _is_done(self) -> bool:
+        return self.done
+
+    async def _keepalive(self) -> None:
         try:
             if not self.streaming:
-                await self._start_stream()
-            while not self.done:
-                await self.send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
-                await asyncio.sleep(self.app.keepalive)
+                await self.start_stream()
         except Exception:  # the connection is gone; the disconnect watcher cancels the handler
             return
-
-
-async def _json(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        msg = await receive()
-        if msg["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif msg["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+        await _asgi.keep_alive(self.send, self.app.keepalive, self._is_done)
 
 
 def run_http_server(
-    server: "Server",
+    server: Dispatcher,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -481,8 +425,7 @@ def run_http_server(
         async def shutdown(self, sockets: Any = None) -> None:
             # Listen streams never end on their own: close them gracefully so shutdown can finish.
             server.close_listeners()
-            if app.sessions is not None:
-                app.sessions.close_all()
+            app.legacy_endpoint.close_all()
             await super().shutdown(sockets)
 
     _Server(config).run()

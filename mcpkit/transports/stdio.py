@@ -12,68 +12,38 @@ import asyncio
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any, assert_never
 
-from ..protocol import codec, eras, errors
+from ..protocol import codec, errors, routing
+from ..protocol.routing import ServeModern
 from . import _stdio_main
-from ._stdio_main import Out, claim_stdout, run_stdio_server  # noqa: F401 (re-exported)
-
-if TYPE_CHECKING:
-    from ..server import Server
+from ._interface import Dispatcher, LegacyPeer
+from ._stdio_main import Opening, Out, claim_stdout, run_stdio_server  # noqa: F401 (re-exported)
 
 log = logging.getLogger("mcpkit.stdio")
 
 
-
 # ====================================================================== server
 class StdioServerSession:
-    """Serves one stream of lines; independent of where the lines come from."""
+    """Serves one stream of lines; independent of where the lines come from.
 
-    def __init__(self, server: "Server", write: Callable[[bytes], None]) -> None:
+    The era (and where each message goes) is the router's decision; this class owns the
+    tasks: in-flight requests by id (ids must be unique among them), open listen streams.
+    """
+
+    def __init__(self, server: Dispatcher, write: Callable[[bytes], None],
+                 router: routing.StdioRouter[LegacyPeer] | None = None) -> None:
         self.server = server
         self.write = write
-        self.inflight: dict[Any, asyncio.Task] = {}
-        self.listens: set[asyncio.Task] = set()  # open subscriptions/listen handlers
-        #: Decided by the first ``initialize`` (legacy) or ``_meta``-carrying request (modern).
-        self.era: str | None = None
-        self.legacy: Any = None  # the LegacySession of a legacy process
+        #: Carried over from the synchronous opening, when there was one.
+        self.router: routing.StdioRouter[LegacyPeer] = router if router is not None else routing.StdioRouter(
+            legacy=server.legacy)
+        self.inflight: dict[codec.RequestId, asyncio.Task[None]] = {}
+        self.listens: set[asyncio.Task[None]] = set()  # open subscriptions/listen handlers
 
     async def _write_async(self, data: bytes) -> None:
         self.write(data)
-
-    def _route(self, req: codec.Request) -> str | errors.MCPError:
-        """Which era serves ``req``: the process's, decided by its first request."""
-        era = self.era
-        if era == "modern" and req.method != "initialize":
-            return "modern"  # the hot path: no second look at params
-        params = codec.params_dict(req.params)
-        kind = eras.request_era(params)
-        if era is None:
-            if kind == "modern":
-                self.era = "modern"
-                return "modern"
-            if req.method == "ping" and self.server.legacy:
-                return "ping"  # 2025-11-25 allows a ping before initialize; it decides nothing
-            if req.method == "initialize" and self.server.legacy:
-                from ..server._legacy import LegacySession
-
-                bad = LegacySession.validate_initialize(params)
-                if bad is not None:
-                    return bad  # a broken handshake decides nothing
-                self.era = "legacy"
-                self.legacy = LegacySession(self.server, send=self._write_async)
-                return "legacy"
-            return "modern"  # undecided: the modern ladder answers it (and names what is missing)
-        if era == "modern":
-            if kind == "modern":
-                return "modern"
-            return errors.invalid_request(
-                "this stdio session already speaks 2026-07-28 (per-request _meta); initialize is not accepted now")
-        if kind == "modern":
-            return errors.invalid_request(
-                f"this stdio session speaks {self.legacy.version or 'the legacy protocol'} after initialize; "
-                "a 2026-07-28 request (_meta) cannot be mixed in: start a new process")
-        return "legacy"
 
     def feed(self, line: bytes) -> None:
         """Handle one inbound line (without its newline)."""
@@ -85,45 +55,73 @@ class StdioServerSession:
             self.write(codec.encode_error(exc.id, exc.error))
             return
         if type(msg) is codec.Request:
-            if msg.id in self.inflight:
+            rid = msg.id
+            if rid in self.inflight:
                 # Ids must be unique among in-flight requests; answering would be ambiguous.
-                self.write(codec.encode_error(msg.id, errors.invalid_request(f"id {msg.id!r} is already in flight")))
+                self.write(codec.encode_error(rid, errors.invalid_request(f"id {rid!r} is already in flight")))
                 return
-            route = self._route(msg)
-            if isinstance(route, errors.MCPError):
-                self.write(codec.encode_error(msg.id, route))
-                return
-            if route == "ping":
-                self.write(codec.encode_result(msg.id, {}))
-                return
-            task = asyncio.get_running_loop().create_task(self._serve(msg) if route == "modern" else self._serve_legacy(msg))
-            self.inflight[msg.id] = task
-            if msg.method == "subscriptions/listen":
-                self.listens.add(task)
+            action = self.router.receive_request(msg)
+            if isinstance(action, ServeModern):  # the hot path
+                task = asyncio.get_running_loop().create_task(self._serve(msg))
+                self.inflight[rid] = task
+                if msg.method == "subscriptions/listen":
+                    self.listens.add(task)
+            else:
+                self._request(msg, action)
         elif type(msg) is codec.Notification:
-            if msg.method == "notifications/cancelled":
-                self._cancel(msg.params)
-            elif self.legacy is not None:
-                self.legacy.handle_notification(msg)
-            # Other client notifications carry nothing a stateless server must act on.
-        elif self.legacy is not None:
-            self.legacy.handle_response(msg)  # an answer to our sampling/elicitation/roots request
+            self._notification(msg)
         else:
-            log.warning("ignoring a JSON-RPC response from the client (2026-07-28 servers send no requests)")
+            assert type(msg) is codec.Response
+            self._response(msg)
 
-    def _cancel(self, raw: Any) -> None:
-        params = codec.params_dict(raw) if raw is not None else None
-        rid = params.get("requestId") if isinstance(params, dict) else None
-        # Only a string or integer names a request (True == 1 in Python, but not in JSON-RPC).
-        task = self.inflight.get(rid) if type(rid) in (int, str) else None
-        if task is not None:
-            task.cancel()  # malformed or unknown cancellations are ignored silently, as the spec asks
+    def _request(self, req: codec.Request, action: routing.RequestAction[LegacyPeer]) -> None:
+        match action:
+            case routing.ServeLegacy(peer=peer):
+                self._start_legacy(req, peer)
+            case routing.OpenLegacy():
+                peer = self.server.open_legacy_session(send=self._write_async)
+                self._start_legacy(req, self.router.bind_legacy(peer).peer)
+            case routing.AnswerPing():
+                self.write(codec.encode_result(req.id, {}))
+            case routing.Refuse(error=error):
+                self.write(codec.encode_error(req.id, error))
+            case routing.ServeModern():  # pragma: no cover - feed() serves these itself
+                raise AssertionError("modern requests are served by feed()")
+            case unexpected:
+                assert_never(unexpected)
+
+    def _notification(self, note: codec.Notification) -> None:
+        match self.router.receive_notification(note):
+            case routing.CancelRequest(request_id=rid):
+                task = self.inflight.get(rid)
+                if task is not None:
+                    task.cancel()  # unknown ids are ignored silently, as the spec asks
+            case routing.NotifyLegacy(peer=peer):
+                peer.handle_notification(note)  # the session cancels by id itself
+            case routing.Ignore():
+                pass
+            case unexpected:
+                assert_never(unexpected)
+
+    def _response(self, resp: codec.Response) -> None:
+        match self.router.receive_response(resp):
+            case routing.AnswerLegacy(peer=peer):
+                peer.handle_response(resp)  # an answer to its sampling/elicitation/roots request
+            case routing.IgnoreResponse() as ignored:
+                log.warning(ignored.warning)
+            case unexpected:
+                assert_never(unexpected)
+
+    def _start_legacy(self, req: codec.Request, peer: LegacyPeer) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve_legacy(req, peer))
+        self.inflight[req.id] = task
+        peer.inflight[req.id] = task  # so the session's notifications/cancelled finds it
 
     async def _serve(self, req: codec.Request) -> None:
         write = self.write
         encode = codec.encode_notification
 
-        async def emit(method: str, params: dict) -> None:
+        async def emit(method: str, params: dict[str, Any]) -> None:
             write(encode(method, params))
 
         try:
@@ -131,28 +129,36 @@ class StdioServerSession:
         except asyncio.CancelledError:
             return  # cancelled: nothing more is sent for this id
         finally:
-            if self.inflight.get(req.id) is asyncio.current_task():
+            task = asyncio.current_task()
+            if self.inflight.get(req.id) is task:
                 del self.inflight[req.id]
-            self.listens.discard(asyncio.current_task())  # type: ignore[arg-type]
+            self.listens.discard(task)
         write(reply.body)
         if req.method == "subscriptions/listen" and reply.error_code is None:
             # The server ended the subscription: after the graceful result, stdio also says
             # so with notifications/cancelled (the one use servers may make of it).
             write(encode("notifications/cancelled", {"requestId": req.id, "reason": "subscription closed by server"}))
 
-    async def _serve_legacy(self, req: codec.Request) -> None:
+    async def _serve_legacy(self, req: codec.Request, peer: LegacyPeer) -> None:
         try:
-            reply = await self.legacy.handle(req, self._write_async)
+            reply = await peer.handle(req, self._write_async)
         except asyncio.CancelledError:
             return
         finally:
-            if self.inflight.get(req.id) is asyncio.current_task():
+            task = asyncio.current_task()
+            if self.inflight.get(req.id) is task:
                 del self.inflight[req.id]
+            if peer.inflight.get(req.id) is task:
+                del peer.inflight[req.id]
         self.write(reply.body)
 
     async def drain(self, timeout: float | None) -> None:
-        if self.legacy is not None:
-            self.legacy.close()  # nobody is left to answer our requests or read notifications
+        peer = self.router.close()
+        if peer is not None:
+            # Nobody is left to answer the session's requests or read its notifications; but
+            # EOF is not a cancellation: what is in flight may still answer (below).
+            peer.inflight.clear()
+            peer.close()
         # The client closed stdin: its listen streams are over; other requests may finish.
         for task in list(self.listens):
             task.cancel()
@@ -164,18 +170,17 @@ class StdioServerSession:
             task.cancel()
 
 
-async def serve_stdio(server: "Server", *, drain_timeout: float = 10.0, in_fd: int | None = None,
-                      out_fd: int | None = None, opening: Any = None) -> None:
+async def serve_stdio(server: Dispatcher, *, drain_timeout: float = 10.0, in_fd: int | None = None,
+                      out_fd: int | None = None, opening: Opening | None = None) -> None:
     """Serve MCP on stdin/stdout until stdin reaches EOF.
 
-    ``opening`` carries over what the synchronous opening phase already did (the era it
-    decided, and the unread rest of its input).
+    ``opening`` carries over what the synchronous opening phase already did (its router,
+    which knows the era it decided, and the unread rest of its input).
     """
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
     out_fd = claim_stdout() if out_fd is None else out_fd
-    session = StdioServerSession(server, Out(out_fd).write)
+    session = StdioServerSession(server, Out(out_fd).write, opening.router if opening is not None else None)
     if opening is not None:
-        session.era = opening.era
         for line in opening.take_lines():
             if len(line) > _stdio_main.MAX_LINE:
                 session.write(codec.encode_error(None, errors.invalid_request(
@@ -209,7 +214,7 @@ def _pollable(fd: int) -> bool:
         ep.close()
 
 
-async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Any:
+async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> AsyncIterator[bytes]:
     """Yield inbound lines until EOF (``head``: bytes already read); oversized lines are
     answered and skipped."""
     loop = asyncio.get_running_loop()
@@ -248,7 +253,8 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Any
                 return
             except asyncio.LimitOverrunError:
                 await _skip_line(reader)
-                session.write(codec.encode_error(None, errors.invalid_request(f"message longer than {_stdio_main.MAX_LINE} bytes")))
+                session.write(codec.encode_error(None, errors.invalid_request(
+                    f"message longer than {_stdio_main.MAX_LINE} bytes")))
                 continue
             yield line
     finally:
@@ -321,7 +327,7 @@ class StdioProcess:
                 _signal(proc, proc.kill)
             try:
                 return await asyncio.wait_for(proc.wait(), grace)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
         return proc.returncode
 

@@ -1,0 +1,57 @@
+"""OAuth 2.1 authorization for mcpkit's client (the MCP authorization spec, 2026-07-28 and
+2025-11-25, plus the auth extensions: client credentials, enterprise-managed authorization,
+DPoP and workload identity federation).
+
+Use it through the client's auth hook::
+
+    from mcpkit import Client as Client
+    from mcpkit.auth import OAuth as OAuth
+
+    async with Client(url, auth=OAuth(url)) as client: ...
+
+Names load lazily: ``import mcpkit.auth`` pulls in neither httpx nor the JOSE library.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "OAuth": "mcpkit.auth._oauth",
+    "OAuthError": "mcpkit.auth._errors",
+    "AuthorizationResponse": "mcpkit.auth._oauth",
+    "follow_redirects": "mcpkit.auth._oauth",
+    "TokenStorage": "mcpkit.auth._storage",
+    "InMemoryTokenStorage": "mcpkit.auth._storage",
+    "FileTokenStorage": "mcpkit.auth._storage",
+    "default_storage_dir": "mcpkit.auth._storage",
+    "LoopbackRedirect": "mcpkit.auth._loopback",
+    "WWWAuthenticate": "mcpkit.auth._challenge",
+    "parse_www_authenticate": "mcpkit.auth._challenge",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ._challenge import WWWAuthenticate as WWWAuthenticate
+    from ._challenge import parse_www_authenticate as parse_www_authenticate
+    from ._errors import OAuthError as OAuthError
+    from ._loopback import LoopbackRedirect as LoopbackRedirect
+    from ._oauth import AuthorizationResponse as AuthorizationResponse
+    from ._oauth import OAuth as OAuth
+    from ._oauth import follow_redirects as follow_redirects
+    from ._storage import FileTokenStorage as FileTokenStorage
+    from ._storage import InMemoryTokenStorage as InMemoryTokenStorage
+    from ._storage import TokenStorage as TokenStorage
+    from ._storage import default_storage_dir as default_storage_dir
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

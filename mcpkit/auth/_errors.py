@@ -1,0 +1,16 @@
+"""The one error type of the OAuth client. Messages never carry tokens or secrets."""
+
+from __future__ import annotations
+
+from ..errors import MCPKitError
+
+
+class OAuthError(MCPKitError):
+    """Authorization could not be obtained: discovery, registration, the authorization
+    response or a token request failed. ``error`` is the OAuth error code when a server gave
+    one (``invalid_grant``...), else a short local code (``discovery_failed``...)."""
+
+    def __init__(self, message: str, *, error: str = "oauth_error", status: int | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.status = status

@@ -1,0 +1,100 @@
+"""One dispatch path for every request of every era: checked request -> handler -> result | MCPError.
+
+The method table keeps each method's handler precomposed with the wrappers and middleware
+registered for it, so a server without any pays nothing per request for the hooks.
+What differs between eras is left to the :class:`~._encode.Era` a request comes with.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import codec, errors, inbound
+from ..protocol.codec import Reply
+from ..protocol.mrtr import MRTR_METHODS
+from ._context import Context, Emit
+from ._input import InputRequired
+
+if TYPE_CHECKING:
+    from ._encode import Era
+    from ._server import Server
+
+log = logging.getLogger("mcpkit.server")
+
+#: Answers one method: ``handler(ctx, params)`` returns its wire result (or raises MCPError).
+Handler = Callable[[Context, Any], Awaitable[Any]]
+#: Wraps a handler: ``wrapper(ctx, params, call_next)``; ``call_next(ctx, params)`` runs what it wraps.
+Wrapper = Callable[[Context, Any, Handler], Awaitable[Any]]
+
+
+def _bind(wrapper: Wrapper, inner: Handler) -> Handler:
+    # A plain function returning the wrapper's awaitable: no extra coroutine per call.
+    def handler(ctx: Context, params: Any) -> Awaitable[Any]:
+        return wrapper(ctx, params, inner)
+
+    return handler
+
+
+class MethodTable:
+    """The methods a server answers, each composed as ``middleware(wrappers(handler))``.
+
+    Each registration wraps what is already there: the wrapper or middleware added last runs
+    first. Middleware wraps every method, outside the method's own wrappers.
+    """
+
+    __slots__ = ("handlers", "wrappers", "middleware", "chains")
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Handler] = {}
+        self.wrappers: dict[str, list[Wrapper]] = {}
+        self.middleware: list[Wrapper] = []
+        #: What dispatch calls, per method (rebuilt on every registration).
+        self.chains: dict[str, Handler] = {}
+
+    def set(self, method: str, handler: Handler) -> None:
+        self.handlers[method] = handler
+        self._compose(method)
+
+    def wrap(self, method: str, wrapper: Wrapper) -> None:
+        if method not in self.handlers:
+            raise ValueError(f"no method {method!r} to wrap (add it first)")
+        self.wrappers.setdefault(method, []).append(wrapper)
+        self._compose(method)
+
+    def add_middleware(self, middleware: Wrapper) -> None:
+        self.middleware.append(middleware)
+        for method in self.handlers:
+            self._compose(method)
+
+    def _compose(self, method: str) -> None:
+        chain = self.handlers[method]
+        for wrapper in self.wrappers.get(method, ()):
+            chain = _bind(wrapper, chain)
+        for mw in self.middleware:
+            chain = _bind(mw, chain)
+        self.chains[method] = chain
+
+
+async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Request, checked: inbound.Checked,
+                   emit: Emit | None, principal: str | None, era: Era) -> Reply:
+    """Answer a request that passed the inbound ladder. Never raises except for cancellation."""
+    method = req.method
+    params = checked.params
+    ctx = Context(server, req.id, method, params.meta, checked.meta, emit)
+    ctx.principal = principal
+    try:
+        channel = None
+        if method in MRTR_METHODS:
+            channel = ctx.input_channel = era.open_input(ctx, params)
+        try:
+            result = await chains[method](ctx, params)
+        except InputRequired as need:
+            result = era.unwound(ctx, params, channel, need)
+        return era.result(req.id, result)
+    except errors.MCPError as exc:
+        return era.error(req.id, exc)
+    except Exception:  # (asyncio.CancelledError is a BaseException: it passes through)
+        log.exception("internal error while handling %s", method)
+        return era.error(req.id, errors.internal_error(f"Internal error while handling {method}"))

@@ -1,0 +1,258 @@
+"""The built-in MCP methods: discover, the lists, tools/call, resources/read, prompts/get,
+completion/complete and subscriptions/listen, answered from a server's registrations."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import UNSET
+
+from ..errors import ToolError
+from ..protocol import errors, subscriptions
+from ..protocol import meta as M
+from ..protocol import types as t
+from ._context import Context
+from ._input import InputRequired
+from ._pagination import page
+from ._primitives import PromptDef, ResourceDef, TemplateDef, ToolDef, not_found, resource_contents
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._bus import Subscription
+    from ._dispatch import Handler
+    from ._primitives import CacheScope
+    from ._server import Server
+
+log = logging.getLogger("mcpkit.server")
+
+
+async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
+    """Call a registered function: awaited if async, in a worker thread if ``blocking``."""
+    fn = sig.fn
+    if sig.is_async:
+        return await fn(**kwargs)
+    if blocking:
+        import asyncio
+
+        return await asyncio.to_thread(fn, **kwargs)
+    value = fn(**kwargs)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+class CoreMethods:
+    """The built-in handlers of one server. They read the registries the server fills in."""
+
+    def __init__(self, server: Server, *, tools: dict[str, ToolDef], resources: dict[str, ResourceDef],
+                 templates: dict[str, TemplateDef], prompts: dict[str, PromptDef],
+                 completions: dict[tuple[str, str], Callable[..., Any]]) -> None:
+        self.server = server
+        self.tools = tools
+        self.resources = resources
+        self.templates = templates
+        self.prompts = prompts
+        self.completions = completions
+        #: Futures that end open listen streams (set by ``close_listeners``).
+        self.listeners: set[asyncio.Future[None]] = set()
+
+    def table(self) -> dict[str, Handler]:
+        return {
+            "server/discover": self.discover,
+            "tools/list": self.list_tools,
+            "tools/call": self.call_tool,
+            "resources/list": self.list_resources,
+            "resources/templates/list": self.list_templates,
+            "resources/read": self.read_resource,
+            "prompts/list": self.list_prompts,
+            "prompts/get": self.get_prompt,
+            "completion/complete": self.complete,
+            "subscriptions/listen": self.listen,
+        }
+
+    # ---------------------------------------------------------------- discover and lists
+    async def discover(self, ctx: Context, params: t.RequestParams) -> t.DiscoverResult:
+        server = self.server
+        return t.DiscoverResult(
+            supportedVersions=list(server.supported_versions),
+            capabilities=server.capabilities,
+            instructions=server.instructions if server.instructions is not None else UNSET,
+            ttlMs=server.ttl_ms,
+            cacheScope=server.cache_scope,
+        )
+
+    def _page(self, defs: Sequence[Any], params: t.PaginatedParams) -> tuple[Sequence[Any], Any, int, CacheScope]:
+        cursor = params.cursor if params.cursor is not UNSET else None
+        items, nxt = page(defs, cursor, self.server.page_size)
+        # A list is as fresh as its stalest entry, and private if any entry is.
+        ttl, scope = self.server.ttl_ms, self.server.cache_scope
+        for d in defs:
+            cache = getattr(d, "cache", None)
+            if cache is not None:
+                if cache.ttl_ms is not None:
+                    ttl = min(ttl, cache.ttl_ms)
+                if cache.cache_scope == "private":
+                    scope = "private"
+        return items, (nxt if nxt is not None else UNSET), ttl, scope
+
+    async def list_tools(self, ctx: Context, params: t.PaginatedParams) -> t.ListToolsResult:
+        items, nxt, ttl, scope = self._page(list(self.tools.values()), params)
+        return t.ListToolsResult(tools=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    async def list_resources(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourcesResult:
+        items, nxt, ttl, scope = self._page(list(self.resources.values()), params)
+        return t.ListResourcesResult(resources=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    async def list_templates(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourceTemplatesResult:
+        items, nxt, ttl, scope = self._page(list(self.templates.values()), params)
+        return t.ListResourceTemplatesResult(resourceTemplates=[d.wire for d in items], nextCursor=nxt,
+                                             ttlMs=ttl, cacheScope=scope)
+
+    async def list_prompts(self, ctx: Context, params: t.PaginatedParams) -> t.ListPromptsResult:
+        items, nxt, ttl, scope = self._page(list(self.prompts.values()), params)
+        return t.ListPromptsResult(prompts=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
+
+    # ---------------------------------------------------------------- call, read, get
+    async def call_tool(self, ctx: Context, params: t.CallToolParams) -> Any:
+        tool = self.tools.get(params.name)
+        if tool is None:
+            raise errors.invalid_params(f"Unknown tool: {params.name}", {"name": params.name})
+        args = params.arguments if params.arguments is not UNSET else None
+        try:
+            kwargs = tool.sig.bind(args)
+        except msgspec.ValidationError as exc:
+            return t.CallToolResult(content=[t.TextContent(text=f"Invalid arguments for tool {tool.name}: {exc}")],
+                                    isError=True)
+        if tool.sig.ctx_name:
+            kwargs[tool.sig.ctx_name] = ctx
+        try:
+            value = await invoke(tool.sig, tool.blocking, kwargs)
+        except (errors.MCPError, InputRequired):
+            raise
+        except ToolError as exc:
+            return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
+        except Exception as exc:
+            log.exception("tool %s raised", tool.name)
+            return t.CallToolResult(content=[t.TextContent(text=f"Error executing tool {tool.name}: {exc}")],
+                                    isError=True)
+        return tool.to_result(value)
+
+    async def read_resource(self, ctx: Context, params: t.ReadResourceParams) -> Any:
+        uri = params.uri
+        res = self.resources.get(uri)
+        fn_def: ResourceDef | TemplateDef
+        kwargs: dict[str, Any]
+        if res is not None:
+            fn_def, kwargs, mime = res, {}, res.mime_type
+        else:
+            for tmpl in self.templates.values():
+                vars_ = tmpl.template.match(uri)
+                if vars_ is not None:
+                    try:
+                        args = msgspec.convert({k: v for k, v in vars_.items() if k in tmpl.sig.param_names},
+                                               tmpl.sig.args_type, strict=False)
+                    except msgspec.ValidationError:
+                        continue  # variables of the wrong type: this template does not name it
+                    fn_def, mime = tmpl, tmpl.mime_type
+                    kwargs = {n: getattr(args, n) for n in tmpl.sig.param_names}
+                    break
+            else:
+                raise not_found(uri)
+        if fn_def.sig.ctx_name:
+            kwargs[fn_def.sig.ctx_name] = ctx
+        try:
+            value = await invoke(fn_def.sig, fn_def.blocking, kwargs)
+        except LookupError as exc:  # KeyError/IndexError from a template handler: no such resource
+            log.debug("resource %s not found: %r", uri, exc)
+            raise not_found(uri) from None
+        if isinstance(value, t.ReadResourceResult):
+            return value
+        values = value if isinstance(value, list) and value and all(isinstance(v, t.ResourceContents) for v in value) \
+            else [value]
+        contents = [resource_contents(uri, v, mime) for v in values]
+        ttl = fn_def.cache.ttl_ms if fn_def.cache.ttl_ms is not None else self.server.ttl_ms
+        scope = fn_def.cache.cache_scope or self.server.cache_scope
+        return t.ReadResourceResult(contents=contents, ttlMs=ttl, cacheScope=scope)
+
+    async def get_prompt(self, ctx: Context, params: t.GetPromptParams) -> Any:
+        prompt = self.prompts.get(params.name)
+        if prompt is None:
+            raise errors.invalid_params(f"Unknown prompt: {params.name}", {"name": params.name})
+        args = params.arguments if params.arguments not in (UNSET, None) else {}
+        missing = sorted(prompt.required - set(args))
+        if missing:
+            raise errors.invalid_params(f"Missing required arguments for prompt {prompt.name}: {', '.join(missing)}")
+        try:
+            kwargs = prompt.sig.bind({k: v for k, v in args.items() if k in prompt.sig.param_names})
+        except msgspec.ValidationError as exc:
+            raise errors.invalid_params(f"Invalid arguments for prompt {prompt.name}: {exc}") from None
+        if prompt.sig.ctx_name:
+            kwargs[prompt.sig.ctx_name] = ctx
+        value = await invoke(prompt.sig, prompt.blocking, kwargs)
+        return prompt.to_result(value)
+
+    async def complete(self, ctx: Context, params: t.CompleteParams) -> t.CompleteResult:
+        ref = params.ref
+        if isinstance(ref, t.PromptReference):
+            kind, key = "ref/prompt", ref.name
+            if key not in self.prompts:
+                raise errors.invalid_params(f"Unknown prompt: {key}", {"name": key})
+        else:
+            kind, key = "ref/resource", ref.uri
+            if key not in self.templates and key not in self.resources:
+                raise errors.invalid_params(f"Unknown resource template: {key}", {"uri": key})
+        arg = params.argument
+        fn = self.completions.get((kind, f"{key}\x00{arg.name}")) or self.completions.get((kind, key))
+        values: list[str] = []
+        if fn is not None:
+            context = {}
+            if params.context is not UNSET and params.context.arguments is not UNSET:
+                context = params.context.arguments
+            got = fn(arg.name, arg.value, context)
+            if inspect.isawaitable(got):
+                got = await got
+            values = [str(v) for v in (got or [])]
+        total = len(values)
+        return t.CompleteResult(completion=t.Completion(values=values[:100], total=total, hasMore=total > 100))
+
+    # ---------------------------------------------------------------- subscriptions/listen
+    async def listen(self, ctx: Context, params: t.ListenParams) -> t.SubscriptionsListenResult:
+        import asyncio
+
+        tag = {M.SUBSCRIPTION_ID: ctx.request_id}
+        ack = subscriptions.acknowledge(params.notifications, self.server.capability_names)
+        sub = self.server.bus.subscribe()  # before the acknowledgement, so no change slips between
+        closing = asyncio.get_running_loop().create_future()
+        self.listeners.add(closing)
+        try:
+            await ctx.emitter("notifications/subscriptions/acknowledged",
+                              {"notifications": msgspec.to_builtins(ack), "_meta": tag})
+            pump = asyncio.ensure_future(self._pump(ctx, sub, ack, tag))
+            try:
+                await asyncio.wait({pump, closing}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                pump.cancel()
+        finally:
+            sub.close()
+            self.listeners.discard(closing)
+        # Ended by the server (shutdown, or the bus dropped us): close gracefully.
+        return t.SubscriptionsListenResult(meta=tag)
+
+    async def _pump(self, ctx: Context, sub: Subscription, ack: t.SubscriptionFilter, tag: dict[str, Any]) -> None:
+        emit = ctx.emitter
+        lists = subscriptions.followed_lists(ack)
+        uris = ack.resourceSubscriptions if ack.resourceSubscriptions is not UNSET else ()
+        async for change in sub:
+            note = subscriptions.notification_for(change.kind, change.uri, lists=lists, uris=uris, meta=tag)
+            if note is not None:
+                await emit(note[0], note[1] or {})
+
+    def close_listeners(self) -> None:
+        for fut in list(self.listeners):
+            if not fut.done():
+                fut.set_result(None)
