@@ -369,3 +369,28 @@ def test_login_and_logout_are_wired(tmp_path):
     assert proc.stdout == "No stored tokens for http://127.0.0.1:9/mcp.\n"
     bad = mcpkit("login", "not-a-url")
     assert bad.returncode == 2 and "URL must be http(s)" in bad.stderr
+
+
+def test_a_list_the_server_fails_to_give_is_shown_not_fatal(tmp_path):
+    server = tmp_path / "broken_list.py"
+    server.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    if 'id' not in msg:\n"
+        "        continue\n"
+        "    if msg.get('method') == 'server/discover':\n"
+        "        out = {'result': {'resultType': 'complete', 'supportedVersions': ['" + VERSION + "'],\n"
+        "               'capabilities': {'tools': {}, 'prompts': {}}, 'ttlMs': 0, 'cacheScope': 'private'}}\n"
+        "    elif msg.get('method') == 'prompts/list':\n"
+        "        out = {'result': {'resultType': 'complete', 'prompts': [{'name': 'hello'}],\n"
+        "               'ttlMs': 0, 'cacheScope': 'private'}}\n"
+        "    else:\n"
+        "        out = {'error': {'code': -32603, 'message': 'tools are broken today'}}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], **out}), flush=True)\n")
+    proc = mcpkit("discover", "--timeout", "3", "--", sys.executable, server)
+    assert proc.returncode == 0, proc.stderr
+    assert "Tools: (error -32603: tools are broken today)" in proc.stdout
+    assert "Prompts (1):" in proc.stdout
+    as_json = json.loads(mcpkit("discover", "--json", "--timeout", "3", "--", sys.executable, server).stdout)
+    assert as_json["errors"] == {"tools": "error -32603: tools are broken today"}

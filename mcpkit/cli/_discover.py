@@ -88,9 +88,14 @@ async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[s
     report["discover"] = raw
     caps = raw.get("capabilities") or {}
     if lists:
+        from ..errors import MCPError
+
         for cap, method, key, _label, _ident in SECTIONS:
             if cap in caps:
-                report[key] = [msgspec.to_builtins(x) for x in await getattr(client, method)()]
+                try:
+                    report[key] = [msgspec.to_builtins(x) for x in await getattr(client, method)()]
+                except MCPError as exc:  # a list the server fails to give is shown, not fatal
+                    report.setdefault("errors", {})[key] = f"error {exc.code}: {exc.message}"
     if client.era == "modern" and await answers_initialize(target):
         report["era"] = "dual"
     report["discoveredAt"] = discovered_at
@@ -183,6 +188,11 @@ def render_card(report: dict[str, Any], *, verbose: bool = False) -> str:
         out.extend(f"  {ln}" for ln in raw["instructions"].strip().splitlines())
     for _cap, _method, key, label, ident in SECTIONS:
         items = report.get(key)
+        failed = (report.get("errors") or {}).get(key)
+        if failed:
+            out.append("")
+            out.append(f"{label}: ({failed})")
+            continue
         if not items:
             continue  # empty sections are left out
         out.append("")
