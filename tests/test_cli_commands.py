@@ -296,3 +296,87 @@ def test_scan_finds_the_host_configs(tmp_path):
     none = mcpkit("scan", cwd=empty, env=subprocess_env(HOME=str(empty), XDG_CONFIG_HOME=str(empty),
                                                         APPDATA=str(empty)))
     assert none.returncode == 1 and "no MCP host configs found" in none.stderr
+
+
+# ====================================================================== elicitation on a terminal
+def _on_a_terminal(argv: list[str], answers: list[tuple[str, str]], timeout: float = 30,
+                   delay: float = 0.0) -> tuple[int, str, str]:
+    """Run ``mcpkit ARGV`` with stdin and stderr on a pseudo-terminal; each (prompt, reply)
+    waits for ``prompt`` on the terminal and types ``reply``. (status, stdout, terminal text)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    from tests.helpers.paths import ROOT, subprocess_env
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", *argv], stdin=slave, stderr=slave,
+                            stdout=subprocess.PIPE, cwd=ROOT, env=subprocess_env(), text=True)
+    os.close(slave)
+    seen = ""
+    try:
+        deadline = time.monotonic() + timeout
+        for prompt, reply in answers:
+            while prompt not in seen:
+                assert time.monotonic() < deadline, f"no {prompt!r} on the terminal:\n{seen}"
+                ready, _, _ = select.select([master], [], [], 0.2)
+                if ready:
+                    try:
+                        seen += os.read(master, 4096).decode(errors="replace")
+                    except OSError:
+                        break
+            seen = seen[seen.index(prompt) + len(prompt):] if prompt in seen else seen
+            time.sleep(delay)
+            os.write(master, reply.encode() + b"\n")
+        out, _ = proc.communicate(timeout=timeout)
+        while select.select([master], [], [], 0.1)[0]:  # what it wrote after the last answer
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk.decode(errors="replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return proc.returncode, out, seen
+
+
+def test_call_asks_the_person_at_the_terminal():
+    code, out, _ = _on_a_terminal(["call", "ask_name", str(TASKS_SERVER)],
+                                  [("name", "Ada"), ("send this answer?", "")])
+    assert code == 0
+    assert out == "Hello, Ada!\n"
+
+
+def test_call_as_a_task_asks_the_person_too():
+    code, out, _ = _on_a_terminal(["call", "--task", "ask_name", str(TASKS_SERVER)],
+                                  [("name", "Grace"), ("send this answer?", "y")])
+    assert code == 0
+    assert out == "Hello, Grace!\n"
+
+
+def test_declining_at_the_terminal():
+    code, out, _ = _on_a_terminal(["call", "ask_name", str(TASKS_SERVER)],
+                                  [("name", "x"), ("send this answer?", "decline")])
+    assert code == 0
+    assert out == "no name (decline)\n"
+
+
+def test_time_at_the_terminal_does_not_count_against_the_timeout():
+    code, out, _ = _on_a_terminal(["call", "--timeout", "3", "ask_name", str(TASKS_SERVER)],
+                                  [("name", "Ada"), ("send this answer?", "")], delay=2.0)
+    assert code == 0
+    assert out == "Hello, Ada!\n"
+
+
+def test_questions_asked_together_come_one_at_a_time():
+    code, out, _ = _on_a_terminal(["call", "ask_twice", str(TASKS_SERVER)],
+                                  [("name (", "Ada"), ("send this answer?", ""), ("ok (", "y"),
+                                   ("send this answer?", "")])
+    assert code == 0
+    assert out == "Ada/True/Ada\n"  # synchronously (MRTR) the reused key "name" gets its first answer

@@ -66,7 +66,10 @@ def main(argv: list[str]) -> int:
                 progress.clear()
         return show(ns.tool, _to_dict(result), as_json=ns.json)
 
-    return _session.run("mcpkit call", target, body)
+    from ._ask import interactive, terminal_elicitation
+
+    options = {"elicitation": terminal_elicitation(target)} if interactive() else {}
+    return _session.run("mcpkit call", target, body, **options)
 
 
 def _to_dict(result: Any) -> dict[str, Any]:

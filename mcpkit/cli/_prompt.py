@@ -63,5 +63,8 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(f"[{msg.get('role')}]\n{render_content(blocks, None)}\n")
         return 0
 
-    return _session.run("mcpkit prompt", target, body)
+    from ._ask import interactive, terminal_elicitation
+
+    options = {"elicitation": terminal_elicitation(target)} if interactive() else {}
+    return _session.run("mcpkit prompt", target, body, **options)
 

@@ -49,14 +49,22 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
         loop = asyncio.get_running_loop()
         target.deadline = loop.time() + target.timeout
         # At the deadline a stuck server process is killed, so giving up takes no longer.
-        reaper = loop.call_at(target.deadline + 0.05, kill_process, client)
+        reaper = [loop.call_at(target.deadline + 0.05, kill_process, client)]
         try:
             try:
-                async with asyncio.timeout_at(target.deadline):
+                async with asyncio.timeout_at(target.deadline) as scope:
+                    def moved(deadline: float | None) -> None:
+                        scope.reschedule(deadline)
+                        reaper[0].cancel()
+                        if deadline is not None:
+                            reaper[0] = loop.call_at(deadline + 0.05, kill_process, client)
+
+                    target.on_deadline_moved = moved
                     await client.start()
                     return await body(client)
             finally:
-                reaper.cancel()
+                reaper[0].cancel()
+                target.on_deadline_moved = None
                 await _close(client)
         except CliError as exc:
             print(f"{prog}: {exc}", file=sys.stderr)

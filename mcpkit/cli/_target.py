@@ -104,8 +104,34 @@ class Target:
         self._auth: Any = _UNSET
         #: The event loop time by which everything must be done (set when a session starts).
         self.deadline: float | None = None
+        #: Called with the new deadline (None: paused) when it is paused or resumed.
+        self.on_deadline_moved: Any = None
+        self._paused = 0
+        self._left: float | None = None
         self._stderr: IO[bytes] | None = None
         self._garbage = _GarbageLog()
+
+    def pause_deadline(self) -> None:
+        """Stop the clock (while waiting for the person at the terminal); calls nest."""
+        import asyncio
+
+        self._paused += 1
+        if self._paused == 1 and self.deadline is not None:
+            self._left = self.deadline - asyncio.get_running_loop().time()
+            self.deadline = None
+            if self.on_deadline_moved is not None:
+                self.on_deadline_moved(None)
+
+    def resume_deadline(self) -> None:
+        """Start the clock again with the time that was left when it was paused."""
+        import asyncio
+
+        self._paused -= 1
+        if self._paused == 0 and self._left is not None:
+            self.deadline = asyncio.get_running_loop().time() + max(self._left, 0.0)
+            self._left = None
+            if self.on_deadline_moved is not None:
+                self.on_deadline_moved(self.deadline)
 
     def time_left(self, cap: float) -> float:
         """Seconds left before :attr:`deadline` (at most ``cap``; the whole ``timeout`` before a session)."""
