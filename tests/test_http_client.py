@@ -267,7 +267,7 @@ def test_cli_discover_url(url):
 def test_cli_discover_json_url(url):
     proc = _cli("discover", "--json", url)
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+    data = json.loads(proc.stdout)["discover"]  # --json: {"era", "discover", "tools", ...}
     assert data["supportedVersions"] == [VERSION]
     assert data["resultType"] == "complete"
     assert data["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "http-test-server"

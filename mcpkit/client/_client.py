@@ -24,7 +24,7 @@ import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 import msgspec
 
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from ..server import Server
     from ._http import HeaderProvider
+    from ._tasks import TaskHandle
 
 R = TypeVar("R")
 log = logging.getLogger("mcpkit.client")
@@ -303,6 +304,8 @@ class Client:
                 req.progress_token = self._new_token()
             result = await self._send(req)
         rt = result.get("resultType", "complete")  # a missing resultType is a pre-2026 "complete"
+        if rt == "task" and req.method == "tools/call":
+            return result, rounds  # the tasks extension: call_tool makes it a TaskHandle
         if rt != "complete":
             raise ProtocolError(f"{req.method}: unknown resultType {rt!r}")
         return result, rounds
@@ -397,7 +400,10 @@ class Client:
                 if req.progress_token is not None:
                     body["_meta"] = {**body.get("_meta", {}), M.PROGRESS_TOKEN: req.progress_token}
             else:
-                body["_meta"] = {**body.get("_meta", {}), **self._meta(req.progress_token, req.log_level)}
+                given = body.get("_meta", {})
+                body["_meta"] = {**given, **self._meta(req.progress_token, req.log_level)}
+                if M.CLIENT_CAPABILITIES in given:  # declared for this request only (e.g. the tasks extension)
+                    body["_meta"][M.CLIENT_CAPABILITIES] = given[M.CLIENT_CAPABILITIES]
         rid = next(self._ids)
         limit = req.timeout if req.timeout is not None else self.timeout
         if req.headers:
@@ -532,17 +538,52 @@ class Client:
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListPromptsResult, "prompts/list", "prompts", opts)
 
+    @overload
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
                         progress: ProgressCallback | None = None, log_level: str | None = None,
                         on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                        timeout: float | None = None, cache: CacheMode = "use") -> t.CallToolResult:
+                        timeout: float | None = None, cache: CacheMode = "use",
+                        task: Literal[False] = False) -> t.CallToolResult: ...
+
+    @overload
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                        progress: ProgressCallback | None = None, log_level: str | None = None,
+                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                        timeout: float | None = None, cache: CacheMode = "use",
+                        task: Literal[True]) -> TaskHandle: ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                        progress: ProgressCallback | None = None, log_level: str | None = None,
+                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                        timeout: float | None = None, cache: CacheMode = "use",
+                        task: bool = False) -> t.CallToolResult | TaskHandle:
         """Call a tool. ``progress(progress, total, message)`` gets its progress,
-        ``on_log(params)`` its log messages at ``log_level`` and above."""
+        ``on_log(params)`` its log messages at ``log_level`` and above.
+
+        ``task=True`` declares the tasks extension on this request and returns a
+        :class:`~mcpkit.client.TaskHandle` (``await handle.result()``), already complete when
+        the server answers at once. A call answered with a task otherwise (the client
+        declared the extension in ``capabilities``) is waited for, and its result returned.
+        """
+        from . import _tasks
+
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return await self._typed(t.CallToolResult, "tools/call", params, opts)
+        if task:
+            await self.start()
+            if self.era != "legacy":
+                params = _tasks.declaring(self, params)
+        raw = await self._request("tools/call", params, opts)
+        if raw.get("resultType") == "task":
+            handle = _tasks.TaskHandle(self, raw)
+            return handle if task else await handle.result()
+        try:
+            result = msgspec.convert(raw, t.CallToolResult)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(f"tools/call: malformed result: {exc}") from None
+        return _tasks.TaskHandle(self, result=result) if task else result
 
     async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,

@@ -55,7 +55,9 @@ class StdioTransport(ClientTransport):
                 try:
                     msg = codec.decode(line, parse_params=True)
                 except codec.InvalidMessage as exc:
-                    log.warning("server wrote an invalid message: %s", exc.error.message)
+                    text = line.decode("utf-8", "replace").strip()
+                    log.warning("server wrote an invalid message: %s: %s", exc.error.message,
+                                text if len(text) <= 200 else text[:199] + "…")
                     continue
                 if type(msg) is codec.Response:
                     fut = self.pending.pop(msg.id, None) if msg.id is not None else None

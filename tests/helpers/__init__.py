@@ -12,6 +12,8 @@
 - :mod:`tests.helpers.markers`: marker files a handler writes so a test can see it cancelled;
 - :mod:`tests.helpers.aio`: coroutines from synchronous tests;
 - :mod:`tests.helpers.peers`: installing and running the third-party peer clients.
+- :mod:`tests.helpers.cli`: the ``mcpkit`` command in a subprocess, and ``mcpkit serve --http``
+  servers found through their startup line.
 
 Fixtures (``demo``, ``spawn``...) are in ``tests/conftest.py``.
 """

@@ -1,0 +1,119 @@
+"""Answering a server's elicitation on the terminal (``mcpkit call`` and ``prompt``, when stdin
+and stderr are a terminal): the form's fields are asked one by one on stderr, so stdout keeps
+only the result. The ``--timeout`` clock stops while the person is asked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._args import types_of
+
+if TYPE_CHECKING:
+    from ..protocol import types as t
+    from ._target import Target
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def terminal_elicitation(target: Target) -> Any:
+    """An elicitation handler that asks on the terminal."""
+
+    lock = asyncio.Lock()  # one question on the terminal at a time
+
+    async def ask(params: t.ElicitRequestParams) -> dict[str, Any]:
+        target.pause_deadline()
+        try:
+            async with lock:
+                return await _ask(params)
+        except _Cancelled:
+            return {"action": "cancel"}
+        finally:
+            target.resume_deadline()
+
+    return ask
+
+
+async def _line(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    text: str = await asyncio.to_thread(sys.stdin.readline)
+    if not text:  # EOF (Ctrl-D)
+        sys.stderr.write("\n")
+        raise _Cancelled
+    return text.rstrip("\n")
+
+
+async def _ask(params: t.ElicitRequestParams) -> dict[str, Any]:
+    from msgspec import UNSET
+
+    sys.stderr.write(f"\nThe server asks: {params.message}\n")
+    if params.mode == "url":
+        sys.stderr.write(f"  open {params.url}\n")
+        answer = await _line("  done? [y/N] ")
+        return {"action": "accept" if answer.strip().lower() in ("y", "yes") else "decline"}
+    schema = params.requestedSchema if params.requestedSchema is not UNSET else {}
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    required = set(schema.get("required") or []) if isinstance(schema, dict) else set()
+    content: dict[str, Any] = {}
+    for name, prop in (props or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        value = await _field(name, prop, name in required)
+        if value is not _SKIP:
+            content[name] = value
+    answer = await _line("  send this answer? [Y/n, or 'decline'] ")
+    if answer.strip().lower() in ("n", "no"):
+        return {"action": "cancel"}
+    if answer.strip().lower() == "decline":
+        return {"action": "decline"}
+    return {"action": "accept", "content": content}
+
+
+_SKIP: Any = object()
+
+
+async def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
+    types = types_of(prop)
+    hint = "|".join(json.dumps(v) for v in prop["enum"]) if "enum" in prop else " or ".join(types) or "text"
+    extra = f", default {json.dumps(prop['default'])}" if "default" in prop else ("" if required else ", optional")
+    title = prop.get("title") or prop.get("description") or ""
+    while True:
+        text = await _line(f"  {name}{' - ' + title if title else ''} ({hint}{extra}): ")
+        if not text:
+            if "default" in prop:
+                return prop["default"]
+            if not required:
+                return _SKIP
+            sys.stderr.write("    an answer is needed\n")
+            continue
+        value = _convert(text, types)
+        if value is _SKIP or ("enum" in prop and value not in prop["enum"]):
+            sys.stderr.write(f"    expected {hint}\n")
+            continue
+        return value
+
+
+def _convert(text: str, types: list[str]) -> Any:
+    if "boolean" in types and text.strip().lower() in ("y", "yes", "true", "n", "no", "false"):
+        return text.strip().lower() in ("y", "yes", "true")
+    if "integer" in types:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+    if "number" in types:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    if not types or "string" in types:
+        return text
+    return _SKIP

@@ -1,0 +1,211 @@
+"""``mcpkit discover TARGET``: probe a server and print its card (or everything as JSON).
+
+The era verdict: ``modern`` (2026-07-28 only), ``legacy`` (the 2025-11-25 initialize
+handshake only) or ``dual`` (both: a second, legacy-only connection is tried). ``--timeout``
+bounds the whole probe, that second connection included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+from . import _session
+from ._list import first_line, tool_lines
+from ._target import Target, add_target_options, dump_json, kill_process
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+#: Fields mcpkit fills in when it builds a DiscoverResult from a legacy initialize result:
+#: a legacy server never said them, so they are not shown as if it had.
+_INVENTED_FOR_LEGACY = ("ttlMs", "cacheScope", "resultType")
+
+SECTIONS = (
+    # (capability, client method, JSON key, card label, identifying field)
+    ("tools", "list_tools", "tools", "Tools", "name"),
+    ("resources", "list_resources", "resources", "Resources", "uri"),
+    ("resources", "list_resource_templates", "resourceTemplates", "Resource templates", "uriTemplate"),
+    ("prompts", "list_prompts", "prompts", "Prompts", "name"),
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcpkit discover", description="Probe a server and print its card: identity, era (modern, legacy "
+        "or dual), versions, capabilities, and its tools, resources and prompts.",
+        epilog="examples: mcpkit discover -- python examples/demo.py   mcpkit discover examples/demo.py   "
+        "mcpkit discover http://127.0.0.1:8000/mcp")
+    p.add_argument("items", nargs="*", metavar="TARGET", help="an http(s) URL or FILE.py (or -- COMMAND [ARGS...])")
+    p.add_argument("--json", action="store_true",
+                   help="print the DiscoverResult, the era and the tools, resources and prompts as one JSON object")
+    p.add_argument("-v", "--verbose", action="store_true", help="show each tool's arguments")
+    add_target_options(p, timeout=10.0)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    ns, command = _session.parse(p, argv)
+    items = list(ns.items)
+    target = _session.target_or_usage(p, items, command, ns)
+    if isinstance(target, int):
+        return target
+    if items:
+        from ._target import usage_error
+
+        return usage_error(p, f"unexpected argument {items[0]!r}")
+
+    async def body(client: Client) -> int:
+        report = await probe(client, target)
+        report.pop("discoveredAt", None)
+        if ns.json:
+            sys.stdout.write(dump_json(report) + "\n")
+        else:
+            sys.stdout.write(render_card(report, verbose=ns.verbose))
+        return 0
+
+    return _session.run("mcpkit discover", target, body)
+
+
+async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[str, Any]:
+    """Everything about a started client's server: era, DiscoverResult, and its lists.
+    ``report["discoveredAt"]`` is the ``time.monotonic()`` when the card was in hand."""
+    import time
+
+    import msgspec
+
+    raw = dict(await client.discover_raw())
+    discovered_at = time.monotonic()
+    report: dict[str, Any] = {"era": client.era}
+    if client.era == "legacy":
+        for key in _INVENTED_FOR_LEGACY:
+            raw.pop(key, None)
+        report["legacyVersion"] = client.legacy_version
+    report["discover"] = raw
+    caps = raw.get("capabilities") or {}
+    if lists:
+        from ..errors import MCPError
+
+        for cap, method, key, _label, _ident in SECTIONS:
+            if cap in caps:
+                try:
+                    report[key] = [msgspec.to_builtins(x) for x in await getattr(client, method)()]
+                except MCPError as exc:  # a list the server fails to give is shown, not fatal
+                    report.setdefault("errors", {})[key] = f"error {exc.code}: {exc.message}"
+    if client.era == "modern" and await answers_initialize(target):
+        report["era"] = "dual"
+    report["discoveredAt"] = discovered_at
+    return report
+
+
+async def answers_initialize(target: Target) -> bool:
+    """Whether a modern server also speaks 2025-11-25 (a second, legacy-only connection)."""
+    from ..client import Client
+    from ..errors import MCPError, TransportError
+
+    # What is left of the whole probe's time (keeping a moment to report): a server whose
+    # legacy answer does not come in time is reported as modern, not as a failure.
+    timeout = target.time_left(5.0) - 0.25
+    if timeout <= 0.1:
+        return False
+    if target.url is not None:
+        probe = Client(target.url, mode="legacy", timeout=timeout, headers=target.headers or None,
+                       auth=target.auth())
+    else:
+        assert target.argv is not None
+        probe = Client(target.argv, mode="legacy", timeout=timeout, env=target.env or None, stderr=subprocess.DEVNULL)
+    start = asyncio.ensure_future(probe.start())
+    try:
+        done, _pending = await asyncio.wait({start}, timeout=timeout)
+        if not done:
+            kill_process(probe)  # before cancelling: a cancelled start() closes politely, which takes seconds
+            start.cancel()
+            await asyncio.gather(start, return_exceptions=True)
+            return False
+        start.result()
+        return probe.era == "legacy"
+    except (TimeoutError, MCPError, TransportError, OSError):
+        return False
+    finally:
+        await close_quickly(probe, target)
+
+
+
+async def close_quickly(client: Client, target: Target) -> None:
+    """Close ``client`` within the time left; a server process still running then is killed."""
+    try:
+        await asyncio.wait_for(client.close(), max(0.2, target.time_left(5.0)))
+    except Exception:
+        pass
+    proc = getattr(getattr(client.transport, "proc", None), "proc", None)
+    if proc is not None and proc.returncode is None:
+        try:
+            proc.kill()
+            await asyncio.wait_for(proc.wait(), 1.0)
+        except (ProcessLookupError, TimeoutError):
+            pass
+
+
+ERA_TEXT = {
+    "modern": "modern (2026-07-28, stateless)",
+    "dual": "dual (2026-07-28 stateless, and the 2025-11-25 initialize handshake)",
+}
+
+
+def render_card(report: dict[str, Any], *, verbose: bool = False) -> str:
+    from ..protocol import meta as M
+
+    raw = report["discover"]
+    info = (raw.get("_meta") or {}).get(M.SERVER_INFO) or {}
+    out: list[str] = []
+    name = info.get("name", "(unnamed server)")
+    title = info.get("title")
+    out.append(f"{title} ({name})" if title and title != name else name)
+    if info.get("version"):
+        out[-1] += f"  v{info['version']}"
+    if info.get("description"):
+        out.append(f"  {first_line(info['description'], 72)}")
+    out.append("")
+    era = report.get("era") or "modern"
+    era_text = ERA_TEXT.get(era, f"legacy ({report.get('legacyVersion')}, initialize handshake)" if era == "legacy" else era)
+    out.append(f"Era:           {era_text}")
+    out.append(f"Versions:      {', '.join(raw.get('supportedVersions') or [])}")
+    caps = raw.get("capabilities") or {}
+    cap_bits = []
+    for k, v in caps.items():
+        flags = [f for f, on in (v or {}).items() if on is True] if isinstance(v, dict) else []
+        cap_bits.append(f"{k} ({', '.join(flags)})" if flags else k)
+    out.append(f"Capabilities:  {', '.join(cap_bits) or '(none)'}")
+    if era != "legacy" and ("ttlMs" in raw or "cacheScope" in raw):
+        out.append(f"Caching:       ttlMs={raw.get('ttlMs')} cacheScope={raw.get('cacheScope')}")
+    if raw.get("instructions"):
+        out.append("")
+        out.append("Instructions:")
+        out.extend(f"  {ln}" for ln in raw["instructions"].strip().splitlines())
+    for _cap, _method, key, label, ident in SECTIONS:
+        items = report.get(key)
+        failed = (report.get("errors") or {}).get(key)
+        if failed:
+            out.append("")
+            out.append(f"{label}: ({failed})")
+            continue
+        if not items:
+            continue  # empty sections are left out
+        out.append("")
+        out.append(f"{label} ({len(items)}):")
+        if key == "tools" and verbose:
+            for tool in items:
+                out.extend(tool_lines(tool, "  "))
+            continue
+        width = max((len(str(i.get(ident, ""))) for i in items), default=0)
+        for i in items:
+            if key in ("tools", "prompts"):
+                desc = first_line(i.get("description") or i.get("title"), 72)
+            else:
+                desc = first_line(i.get("description") or i.get("title") or i.get("name"), 72)
+            out.append(f"  {str(i.get(ident, '')).ljust(width)}  {desc}".rstrip())
+    return "\n".join(out) + "\n"

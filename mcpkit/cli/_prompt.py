@@ -1,0 +1,70 @@
+"""``mcpkit prompt NAME [key=value ...] TARGET``: get a prompt and print its messages."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from . import _args, _session
+from ._call import render_content
+from ._target import CliError, add_target_options, dump_json
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcpkit prompt", description="Get a prompt and print its messages (or the whole GetPromptResult "
+        "with --json). Prompt arguments are strings.",
+        epilog="example: mcpkit prompt summarize name=ideas -- python examples/demo.py")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("items", nargs="*", metavar="key=value | TARGET")
+    p.add_argument("--json", action="store_true", help="print the whole GetPromptResult as JSON")
+    add_target_options(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    ns, command = _session.parse(p, argv)
+    items = list(ns.items)
+    target = _session.target_or_usage(p, items, command, ns)
+    if isinstance(target, int):
+        return target
+    try:
+        _values, raw = _args.parse_pairs(items, None)
+    except CliError as exc:
+        print(f"mcpkit prompt: {exc}", file=sys.stderr)
+        return exc.code
+
+    async def body(client: Client) -> int:
+        import msgspec
+
+        prompts = {pr.name: pr for pr in await client.list_prompts()}
+        prompt = prompts.get(ns.name)
+        if prompt is None:
+            raise CliError(f"{ns.name}: no such prompt (the server's prompts: {', '.join(sorted(prompts)) or 'none'})")
+        declared = [a.name for a in (prompt.arguments or [])] if prompt.arguments else []
+        unknown = [k for k in raw if declared and k not in declared]
+        if unknown:
+            raise CliError(f"{ns.name}: unknown argument {unknown[0]!r} (its arguments: {', '.join(declared)})", 2)
+        missing = [a.name for a in (prompt.arguments or []) if a.required and a.name not in raw]
+        if missing:
+            raise CliError(f"{ns.name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}", 2)
+        result: dict[str, Any] = msgspec.to_builtins(await client.get_prompt(ns.name, raw or None))
+        if ns.json:
+            sys.stdout.write(dump_json(result) + "\n")
+            return 0
+        for msg in result.get("messages") or []:
+            content = msg.get("content")
+            blocks = content if isinstance(content, list) else [content]
+            sys.stdout.write(f"[{msg.get('role')}]\n{render_content(blocks, None)}\n")
+        return 0
+
+    from ._ask import interactive, terminal_elicitation
+
+    options = {"elicitation": terminal_elicitation(target)} if interactive() else {}
+    return _session.run("mcpkit prompt", target, body, **options)
+

@@ -1,0 +1,401 @@
+"""``mcpkit serve FILE.py|module[:attr]``: run a server over stdio, or Streamable HTTP.
+
+The serve command owns the transport: a server file that calls ``server.run()`` when it is
+imported (a common pattern) does not start a second server; that server is served here, with
+a note saying so. Failures (no such file, a syntax error, a port out of range or in use) are
+one line; Ctrl-C and SIGTERM end with one line too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+PROG = "mcpkit serve"
+_CHILD_ENV = "MCPKIT_SERVE_RELOAD_CHILD"
+
+
+def _port(text: str) -> int | str:
+    """The port, or why ``text`` is not one (said in one line by :func:`main`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        return f"--port {text!r} is not a port number"
+    if not 0 <= value <= 65535:
+        return f"--port {value} is out of range (0-65535)"
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Run the mcpkit Server defined in FILE.py or module[:attr] (attr defaults to "
+        "the module's one Server; it may also be a function returning one). Over stdio by default; "
+        "--http serves Streamable HTTP (both the 2026-07-28 and the 2025-11-25 transports) at /mcp.",
+        epilog="examples: mcpkit serve server.py   mcpkit serve --http --port 9000 app.server:build")
+    p.add_argument("spec", metavar="FILE.py[:attr] | module[:attr]")
+    p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio (needs mcpkit[http])")
+    p.add_argument("--host", default="127.0.0.1", help="bind address for --http (default 127.0.0.1)")
+    p.add_argument("--port", default="8000", help="port for --http (default 8000)")
+    p.add_argument("--path", default="/mcp", help="the endpoint path for --http (default /mcp)")
+    p.add_argument("--allowed-host", action="append", metavar="HOST[:PORT]",
+                   help="a Host header to accept (repeatable; default: loopback names only)")
+    p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
+                   help="an Origin to accept, e.g. https://app.example (repeatable; default: loopback origins)")
+    p.add_argument("--reload", action="store_true",
+                   help="for development (with --http): restart when a .py file next to the server changes")
+    return p
+
+
+class _Stop(BaseException):
+    """SIGTERM (or SIGINT) while serving."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stopped_line(signum: int) -> None:
+    if not os.environ.get(_CHILD_ENV):
+        name = signal.Signals(signum).name if signum else "interrupt"
+        print(f"{PROG}: stopped ({name})", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    ns = p.parse_args(argv)
+    port = _port(ns.port)
+    if isinstance(port, str):
+        print(f"{PROG}: {port}", file=sys.stderr)
+        return 2
+    ns.port = port
+    if ns.reload:
+        if not ns.http:
+            print(f"{PROG}: --reload needs --http (a stdio server belongs to the one host that started it)",
+                  file=sys.stderr)
+            return 2
+        return _reload(ns, argv)
+    if ns.http:
+        return _serve_http(ns)
+    return _serve_stdio(ns)
+
+
+# ---------------------------------------------------------------- stdio
+def _serve_stdio(ns: argparse.Namespace) -> int:
+    # Before the user's module runs: an import-time print() must not reach the MCP stream.
+    from ..transports import _stdio_main
+
+    out_fd = _stdio_main.claim_stdout()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        _stopped_line(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        server = _load_or_report(ns.spec)
+    except KeyboardInterrupt:
+        return 0
+    if server is None:
+        return 2
+    if sys.stderr.isatty():
+        print(startup_line(server, "stdio"), file=sys.stderr)
+    signal.signal(signal.SIGINT, on_signal)
+    options: dict[str, Any] = {"out_fd": out_fd}
+    if _accepts(_stdio_main.run_stdio_server, "fast_exit"):
+        options["fast_exit"] = True
+    _stdio_main.run_stdio_server(server, **options)
+    return 0
+
+
+def _accepts(fn: Any, name: str) -> bool:
+    """Whether ``fn`` names the keyword ``name`` (cheaply: no ``inspect`` import)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    return name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+
+
+# ---------------------------------------------------------------- http
+def _serve_http(ns: argparse.Namespace) -> int:
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print(f"{PROG}: --http needs the http extra: pip install 'mcpkit[http]'", file=sys.stderr)
+        return 1
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _Stop(signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        server = _load_or_report(ns.spec)
+        if server is None:
+            return 2
+        problem = _check_bind(ns.host, ns.port)
+        if problem:
+            print(f"{PROG}: cannot listen on {_hostport(ns.host, ns.port)}: {problem}", file=sys.stderr)
+            return 1
+        from ..transports.http import run_http_server
+
+        print(startup_line(server, f"http://{_hostport(ns.host, ns.port)}{ns.path}"), file=sys.stderr, flush=True)
+        options: dict[str, Any] = {"host": ns.host, "port": ns.port, "path": ns.path}
+        if ns.allowed_host:
+            options["allowed_hosts"] = ns.allowed_host
+        if ns.allowed_origin:
+            options["allowed_origins"] = ns.allowed_origin
+        run_http_server(server, **options)
+    except _Stop as stop:
+        _stopped_line(stop.signum)
+    except KeyboardInterrupt:
+        _stopped_line(signal.SIGINT)
+    except SystemExit as exc:  # uvicorn exits 1 when it cannot start
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+def startup_line(server: Server, where: str) -> str:
+    eras = "modern + legacy" if getattr(server, "legacy", True) else "modern only"
+    return f"serving {server.name} {server.version} on {where} ({eras})"
+
+
+def _hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _check_bind(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (None: it can)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"unknown host ({exc.strerror})"
+    family, kind, proto, _name, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        sock.close()
+    return None
+
+
+# ---------------------------------------------------------------- --reload
+def _reload(ns: argparse.Namespace, argv: list[str]) -> int:
+    """Run the server in a child process; restart it when a watched file changes."""
+    import subprocess
+    import time
+
+    child_argv = [sys.executable, "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
+    roots = _watch_roots(ns.spec)
+    env = {**os.environ, _CHILD_ENV: "1"}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _Stop(signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    child: subprocess.Popen[bytes] | None = None
+    try:
+        while True:
+            seen = _snapshot(roots)
+            child = subprocess.Popen(child_argv, env=env)
+            while _snapshot(roots) == seen:
+                time.sleep(0.3)
+            changed = _changed(seen, _snapshot(roots))
+            print(f"{PROG}: {changed} changed, restarting", file=sys.stderr, flush=True)
+            _end(child)
+    except _Stop as stop:
+        if child is not None:
+            _end(child)
+        _stopped_line(stop.signum)
+    return 0
+
+
+def _end(child: Any) -> None:
+    import subprocess
+
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _watch_roots(spec: str) -> list[str]:
+    path = _file_spec(spec)[0]
+    if path is not None:
+        return [os.path.dirname(os.path.abspath(path)) or "."]
+    return [os.getcwd()]
+
+
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+def _snapshot(roots: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+            for name in filenames:
+                if name.endswith(".py"):
+                    full = os.path.join(dirpath, name)
+                    try:
+                        out[full] = os.stat(full).st_mtime
+                    except OSError:
+                        pass
+                if len(out) > 5000:
+                    return out
+    return out
+
+
+def _changed(before: dict[str, float], after: dict[str, float]) -> str:
+    for path in sorted(set(before) | set(after)):
+        if before.get(path) != after.get(path):
+            return os.path.relpath(path)
+    return "a file"
+
+
+# ---------------------------------------------------------------- finding the server
+class _RunAtImport(BaseException):
+    """The served module called ``server.run()`` while it was being imported."""
+
+    def __init__(self, server: Any) -> None:
+        super().__init__()
+        self.server = server
+
+
+def _file_spec(spec: str) -> tuple[str | None, str | None]:
+    """(path, attr) when ``spec`` names a file (``FILE.py`` or ``FILE.py:attr``), else (None, None)."""
+    m = re.match(r"^(.*\.py):([A-Za-z_]\w*)$", spec)
+    if m:
+        return m.group(1), m.group(2)
+    if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
+        return spec, None
+    return None, None
+
+
+def _load_or_report(spec: str) -> Server | None:
+    """The server, or None after printing one line saying why not."""
+    try:
+        server, ran = load_server(spec)
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else spec
+        print(f"{PROG}: {where}: {exc.msg}", file=sys.stderr)
+        return None
+    except (ImportError, OSError, AttributeError, LookupError, TypeError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return None
+    except Exception as exc:  # the module itself failed while it ran
+        print(f"{PROG}: {spec}{_user_line(exc)}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+    if ran:
+        print(f"{PROG}: {spec} calls server.run() when imported; mcpkit serve runs the server itself "
+              "(guard the call with `if __name__ == \"__main__\":`)", file=sys.stderr)
+    return server
+
+
+def _user_line(exc: BaseException) -> str:
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "mcpkit" not in f.filename.split(os.sep)[-3:-1]]
+    return f" (line {frames[-1].lineno})" if frames and frames[-1].lineno else ""
+
+
+def load_server(spec: str) -> tuple[Server, bool]:
+    """The Server in ``FILE.py[:attr]`` or ``module[:attr]``, and whether the module called
+    ``server.run()`` at import (that call is stopped: the caller serves the server)."""
+    from ..server import Server
+    from ..transports import _stdio_main
+
+    def run_at_import(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise _RunAtImport(self)
+
+    def stdio_at_import(server: Any, *args: Any, **kwargs: Any) -> None:
+        raise _RunAtImport(server)
+
+    saved = Server.run, _stdio_main.run_stdio_server
+    Server.run = run_at_import  # type: ignore[method-assign]
+    _stdio_main.run_stdio_server = stdio_at_import
+    module: Any = None
+    attr: str | None = None
+    try:
+        try:
+            module, attr = _import(spec)
+        except _RunAtImport as ran:
+            path, attr = _file_spec(spec)
+            if attr is None and path is None:
+                attr = spec.partition(":")[2] or None
+            module = sys.modules.get(_MODULE_NAME if path is not None else spec.partition(":")[0])
+            found = getattr(module, attr, None) if (attr and module is not None) else None
+            server = found if isinstance(found, Server) else ran.server
+            if not isinstance(server, Server):
+                raise TypeError(f"{spec}: server.run() was called on something that is not an mcpkit Server") from None
+            return server, True
+    finally:
+        Server.run, _stdio_main.run_stdio_server = saved  # type: ignore[method-assign]
+    return _pick(spec, module, attr), False
+
+
+_MODULE_NAME = "_mcpkit_served"
+
+
+def _import(spec: str) -> tuple[Any, str | None]:
+    import importlib
+    import importlib.util
+
+    path, attr = _file_spec(spec)
+    if path is not None:
+        if not os.path.exists(path):
+            raise OSError(f"no such file: {path}")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        modspec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+        if modspec is None or modspec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(modspec)
+        sys.modules[_MODULE_NAME] = module
+        modspec.loader.exec_module(module)
+        return module, attr
+    modname, _, attr_text = spec.partition(":")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # module:attr from the current directory, as `python -m` would
+    try:
+        module = importlib.import_module(modname)
+    except ModuleNotFoundError as exc:
+        if exc.name and modname.startswith(exc.name):
+            raise ImportError(f"no module named {modname!r} here (looked in the current directory "
+                              "and on sys.path); for a file, give FILE.py") from None
+        raise
+    return module, attr_text or None
+
+
+def _pick(spec: str, module: Any, attr: str | None) -> Server:
+    from ..server import Server
+
+    if attr:
+        if not hasattr(module, attr):
+            raise AttributeError(f"{spec}: the module has no attribute {attr!r}")
+        obj = getattr(module, attr)
+        if callable(obj) and not isinstance(obj, Server):
+            obj = obj()  # a factory
+        if not isinstance(obj, Server):
+            raise TypeError(f"{spec} is not an mcpkit Server")
+        return obj
+    found = [v for v in vars(module).values() if isinstance(v, Server)]
+    if len(found) != 1:
+        raise LookupError(f"{spec}: expected exactly one mcpkit Server at module level, found {len(found)}; "
+                          "name it as FILE.py:attr or module:attr")
+    return found[0]

@@ -1,0 +1,82 @@
+"""Running one command against a TARGET: parse, connect, run the body within the time limit,
+and turn every failure into a clear message and an exit status."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ._target import CliError, Target, errors_to_catch, failure, kill_process, resolve_target, split_command, usage_error
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+Body = Callable[["Client"], Awaitable[int]]
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str] | None]:
+    """Options and positionals may be mixed; the command after ``--`` is returned apart."""
+    before, command = split_command(argv)
+    return parser.parse_intermixed_args(before), command
+
+
+def target_or_usage(parser: argparse.ArgumentParser, positionals: list[str], command: list[str] | None,
+                    ns: argparse.Namespace) -> Target | int:
+    try:
+        return resolve_target(positionals, command, ns)
+    except CliError as exc:
+        return usage_error(parser, str(exc))
+
+
+def run(prog: str, target: Target, body: Body, **client_options: Any) -> int:
+    return asyncio.run(session(prog, target, body, **client_options))
+
+
+async def session(prog: str, target: Target, body: Body, **client_options: Any) -> int:
+    """Connect to ``target``, run ``body(client)``; all of it within ``target.timeout``."""
+    try:
+        try:
+            client = target.client(**client_options)
+        except CliError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return exc.code
+        except (TypeError, ValueError) as exc:
+            print(f"{prog}: {target.label}: {exc}", file=sys.stderr)
+            return 2
+        loop = asyncio.get_running_loop()
+        target.deadline = loop.time() + target.timeout
+        # At the deadline a stuck server process is killed, so giving up takes no longer.
+        reaper = [loop.call_at(target.deadline + 0.05, kill_process, client)]
+        try:
+            try:
+                async with asyncio.timeout_at(target.deadline) as scope:
+                    def moved(deadline: float | None) -> None:
+                        scope.reschedule(deadline)
+                        reaper[0].cancel()
+                        if deadline is not None:
+                            reaper[0] = loop.call_at(deadline + 0.05, kill_process, client)
+
+                    target.on_deadline_moved = moved
+                    await client.start()
+                    return await body(client)
+            finally:
+                reaper[0].cancel()
+                target.on_deadline_moved = None
+                await _close(client)
+        except CliError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return exc.code
+        except errors_to_catch() as exc:
+            return failure(prog, target, exc)
+    finally:
+        target.close()
+
+
+async def _close(client: Client) -> None:
+    try:
+        await asyncio.wait_for(client.close(), 5.0)
+    except Exception:
+        pass
