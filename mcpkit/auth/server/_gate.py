@@ -96,6 +96,8 @@ class ResourceServerAuth:
         self.authorization_servers = servers
         self.resource = resource.rstrip("/") if resource else None
         self.scopes = tuple(dict.fromkeys(scopes))
+        #: What every request needs (``offline_access`` is about refresh tokens: never required).
+        self.required = tuple(s for s in self.scopes if s not in _NEVER_CHALLENGED)
         self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
         self.scope_rule = scope_rule
         self.dpop = dpop
@@ -161,7 +163,7 @@ class ResourceServerAuth:
     def challenge(self, resource: str, *, error: str | None = None, description: str | None = None,
                   scope: Collection[str] | None = None, scheme: str | None = None) -> str:
         """One ``WWW-Authenticate`` value (RFC 6750 §3, RFC 9728 §5.1, RFC 9449 §7.1)."""
-        wanted = [s for s in (self.scopes if scope is None else scope) if s not in _NEVER_CHALLENGED]
+        wanted = [s for s in (self.required if scope is None else scope) if s not in _NEVER_CHALLENGED]
         params = [f"resource_metadata={_quote(metadata_url(resource))}"]
         if wanted:
             params.append(f"scope={_quote(' '.join(wanted))}")
@@ -221,9 +223,9 @@ class ResourceServerAuth:
                                 headers=extra)
         if self._adjust and (principal.rule is not self.scope_rule or principal.list_all != self._list_all):
             principal = dataclasses.replace(principal, rule=self.scope_rule, list_all=self._list_all)
-        if self.scopes and not principal.allows(self.scopes):
+        if self.required and not principal.allows(self.required):
             return self._refuse(403, resource, error="insufficient_scope",
-                                description="the access token lacks a scope this server requires", scope=self.scopes)
+                                description="the access token lacks a scope this server requires", scope=self.required)
         return principal
 
     def _check_dpop(self, principal: Principal, token: str, kind: str, request: TokenRequest) -> None:
@@ -239,6 +241,6 @@ class ResourceServerAuth:
     def authorize(self, principal: Any, needed: Collection[str], resource: str) -> AuthRefusal | None:
         if not needed or principal.allows(needed):
             return None
-        wanted = list(dict.fromkeys([*self.scopes, *needed]))
+        wanted = list(dict.fromkeys([*self.required, *needed]))
         return self._refuse(403, resource, error="insufficient_scope",
                             description="the access token lacks the scope this operation requires", scope=wanted)

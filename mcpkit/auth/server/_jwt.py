@@ -166,7 +166,7 @@ class JWTVerifier:
         self._own_client = http_client is None
         self._keys: KeySet | None = None
         self._by_kid: dict[str, Any] = {}
-        self._fetched_at = 0.0
+        self._fetched_at = float("-inf")
         self._lock: asyncio.Lock | None = None
         self._cache: dict[tuple[str, str], Principal] = {}
         self._cache_size = cache_size
