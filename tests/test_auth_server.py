@@ -52,6 +52,12 @@ def make_server() -> Server:
         return {"sub": a.subject, "client": a.client_id, "scopes": sorted(a.scopes), "key": ctx.principal,
                 "jti": a.claims.get("jti")}
 
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        r = await ctx.elicit("What is your name?", {"type": "object", "properties": {"name": {"type": "string"}}},
+                             key="user_name")
+        return f"Hello, {r.content['name']}"
+
     @server.tool(scopes=["mcp:admin"])
     def reset() -> str:
         return "reset done"
@@ -262,8 +268,8 @@ def test_lists_show_only_what_the_token_may_use(http: httpx.Client, issuer: Test
         assert result["cacheScope"] == "private"
         return {x[field] for x in result[key]}
 
-    assert names("mcp:tools", "tools/list", "tools") == {"echo", "whoami", "slow"}
-    assert names("mcp:tools mcp:admin", "tools/list", "tools") == {"echo", "whoami", "slow", "reset"}
+    assert names("mcp:tools", "tools/list", "tools") == {"echo", "whoami", "greet", "slow"}
+    assert names("mcp:tools mcp:admin", "tools/list", "tools") == {"echo", "whoami", "greet", "slow", "reset"}
     assert names("mcp:tools", "resources/list", "resources", "uri") == set()
     assert names("mcp:tools vault:read", "resources/list", "resources", "uri") == {"secret://vault"}
     assert names("mcp:tools", "prompts/list", "prompts") == set()
@@ -284,7 +290,7 @@ def test_list_mode_all_and_scope_hierarchy(issuer: TestIssuer) -> None:
                               scope_rule=hierarchical_scopes())
     with asgi_client(make_server().http_app(auth=auth)) as c:
         listed = post(c, body("tools/list"), issuer.token(ASGI_URL, scope="other"))
-        assert {t["name"] for t in listed.json()["result"]["tools"]} == {"echo", "whoami", "slow", "reset"}
+        assert {t["name"] for t in listed.json()["result"]["tools"]} == {"echo", "whoami", "greet", "slow", "reset"}
         assert post(c, call("reset"), issuer.token(ASGI_URL, scope="other")).status_code == 403
         # "mcp" covers "mcp:admin" under the hierarchical rule.
         assert ok_text(post(c, call("reset"), issuer.token(ASGI_URL, scope="mcp"))) == "reset done"
@@ -452,6 +458,41 @@ def test_legacy_session_is_bound_to_its_principal(http: httpx.Client, issuer: Te
     del h["Authorization"]
     assert http.post(ASGI_URL, json=msg, headers=h).status_code == 401
     assert http.delete(ASGI_URL, headers=_legacy_headers(alice, sid)).status_code == 200
+
+
+def test_mrtr_request_state_is_bound_to_the_principal(http: httpx.Client, issuer: TestIssuer) -> None:
+    from tests.helpers.messages import META_CAPS
+
+    def greet(token: str, **extra: Any) -> dict:
+        msg = call("greet")
+        msg["params"]["_meta"][META_CAPS] = {"elicitation": {"form": {}}}
+        msg["params"].update(extra)
+        resp = post(http, msg, token)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    first = greet(issuer.token(ASGI_URL))["result"]
+    assert first["resultType"] == "input_required"
+    answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+    # Bob replays Alice's requestState with a valid token of his own: refused.
+    stolen = greet(issuer.token(ASGI_URL, sub="bob"), requestState=first["requestState"], inputResponses=answer)
+    assert stolen["error"]["code"] == -32602, stolen
+    done = greet(issuer.token(ASGI_URL), requestState=first["requestState"], inputResponses=answer)
+    assert done["result"]["content"][0]["text"] == "Hello, Ada"
+
+
+def test_wildcard_host_needs_a_configured_resource(issuer: TestIssuer) -> None:
+    auth = ResourceServerAuth(JWTVerifier(ISSUER, http_client=issuer.http()))
+    with pytest.raises(ValueError, match="resource"):
+        make_server().http_app(auth=auth, allowed_hosts=["*"])
+    pinned = ResourceServerAuth(JWTVerifier(ISSUER, http_client=issuer.http()), resource="https://mcp.example.com/mcp")
+    with asgi_client(make_server().http_app(auth=pinned, allowed_hosts=["*"])) as c:
+        # The Host header cannot move the audience: a token for the Host's URL is not for this server.
+        msg = call("echo", {"text": "x"})
+        h = headers_for(msg) | {"Host": "evil.example", "Authorization": "Bearer " + issuer.token("http://evil.example/mcp")}
+        assert c.post(ASGI_URL, json=msg, headers=h).status_code == 401
+        h["Authorization"] = "Bearer " + issuer.token("https://mcp.example.com/mcp")
+        assert c.post(ASGI_URL, json=msg, headers=h).status_code == 200
 
 
 def test_tasks_are_visible_only_to_their_creator(http: httpx.Client, issuer: TestIssuer) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -109,10 +109,10 @@ class ResourceServerAuth:
         self.resource_documentation = resource_documentation
         self.serve_root_metadata = serve_root_metadata
         self.metadata_extra = dict(metadata_extra or {})
-        self._docs: dict[str, bytes] = {}
+        self._docs: dict[tuple[str, frozenset[str]], bytes] = {}
         self._resources: dict[tuple[str, str | None, str], str] = {}
-        #: Every scope the server's operations need (set by the HTTP app from the server).
-        self.operation_scopes: Collection[str] = ()
+        #: Every scope the server's operations need (the HTTP app sets it from the server).
+        self.scopes_of_operations: Callable[[], Collection[str]] = tuple
 
     # ------------------------------------------------------------------ metadata
     def resource_url(self, scheme: str, host: str | None, path: str) -> str:
@@ -131,7 +131,7 @@ class ResourceServerAuth:
         """The protected resource metadata document (RFC 9728 §2) for ``resource``."""
         supported = self.scopes_supported
         if supported is None:
-            supported = list(dict.fromkeys([*self.scopes, *sorted(self.operation_scopes)]))
+            supported = list(dict.fromkeys([*self.scopes, *sorted(self.scopes_of_operations())]))
         doc: dict[str, Any] = {
             "resource": resource,
             "authorization_servers": self.authorization_servers,
@@ -151,12 +151,13 @@ class ResourceServerAuth:
         return doc
 
     def metadata_document(self, resource: str) -> bytes:
-        doc = self._docs.get(resource)
+        key = (resource, frozenset(self.scopes_of_operations()))
+        doc = self._docs.get(key)
         if doc is None:
             doc = json.dumps(self.metadata(resource), separators=(",", ":")).encode()
             if len(self._docs) > 64:
                 self._docs.clear()
-            self._docs[resource] = doc
+            self._docs[key] = doc
         return doc
 
     # ------------------------------------------------------------------ challenges
