@@ -75,6 +75,31 @@ class DPoPChecker:
         self._secret = nonce_secret or os.urandom(32)
         self.nonce_lifetime = nonce_lifetime
         self.replay = replay or ReplayCache()
+        # A client signs every proof with the same key: its import and thumbprint are kept.
+        self._keys: dict[str, tuple[Any, str]] = {}
+        self._htu: dict[str, str] = {}
+
+    def _key(self, jwk: dict[str, Any]) -> tuple[Any, str]:
+        from joserfc.jwk import JWKRegistry
+
+        ident = json.dumps(jwk, sort_keys=True, separators=(",", ":"))
+        hit = self._keys.get(ident)
+        if hit is None:
+            key = JWKRegistry.import_key(jwk)
+            hit = (key, key.thumbprint())
+            if len(self._keys) >= 1024:
+                self._keys.pop(next(iter(self._keys)))
+            self._keys[ident] = hit
+        return hit
+
+    def _normal_htu(self, url: str) -> str:
+        htu = self._htu.get(url)
+        if htu is None:
+            htu = normalize_htu(url)
+            if len(self._htu) >= 1024:
+                self._htu.clear()
+            self._htu[url] = htu
+        return htu
 
     # ------------------------------------------------------------------ nonces
     def new_nonce(self, now: float | None = None) -> str:
@@ -102,7 +127,6 @@ class DPoPChecker:
             raise InvalidToken("exactly one DPoP proof is allowed", error="invalid_dpop_proof")
         from joserfc import jwt
         from joserfc.errors import JoseError
-        from joserfc.jwk import JWKRegistry
 
         parts = proof.split(".")
         if len(parts) != 3:
@@ -120,16 +144,16 @@ class DPoPChecker:
         if any(p in jwk for p in ("d", "p", "q", "dp", "dq", "qi", "k")):
             raise InvalidToken("the DPoP proof's key must be a public key", error="invalid_dpop_proof")
         try:
-            key = JWKRegistry.import_key(jwk)
+            key, thumbprint = self._key(jwk)
             claims = jwt.decode(proof, key, algorithms=[alg]).claims
         except (JoseError, ValueError, TypeError):
             raise InvalidToken("the DPoP proof's signature does not verify", error="invalid_dpop_proof") from None
-        if not hmac.compare_digest(key.thumbprint(), jkt):
+        if not hmac.compare_digest(thumbprint, jkt):
             raise InvalidToken("the DPoP proof's key is not the key the token is bound to", error="invalid_dpop_proof")
         if claims.get("htm") != request.method:
             raise InvalidToken("the DPoP proof is for another HTTP method", error="invalid_dpop_proof")
         htu = claims.get("htu")
-        if not isinstance(htu, str) or normalize_htu(htu) != normalize_htu(request.resource):
+        if not isinstance(htu, str) or self._normal_htu(htu) != self._normal_htu(request.resource):
             raise InvalidToken("the DPoP proof is for another URL", error="invalid_dpop_proof")
         ath = b64url(hashlib.sha256(token.encode("ascii", "replace")).digest())
         if not isinstance(claims.get("ath"), str) or not hmac.compare_digest(claims["ath"], ath):
