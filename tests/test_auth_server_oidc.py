@@ -150,3 +150,62 @@ def test_official_sdk_oauth_client_calls_a_tool(stack: Stack, peer_python: str, 
     assert "reset" not in out["tools"] and "whoami" in out["tools"]
     who = out["whoami"]["structuredContent"]
     assert who["sub"] == "alice" and who["scopes"] == ["mcp:tools"] and who["client"]
+
+
+# ====================================================================== the command-line options
+SERVE_WITH_CLI_OPTIONS = """
+import sys
+from mcpkit.auth.server import build_auth_from_cli
+from tests.helpers.paths import load_module
+port, issuer, scope, path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+server = load_module(__import__("pathlib").Path(path)).server
+auth = build_auth_from_cli(auth_issuer=issuer, auth_scope=[scope], host="127.0.0.1", port=port, path="/mcp")
+server.run("http", host="127.0.0.1", port=port, auth=auth)
+"""
+
+
+@pytest.mark.parametrize("scope", ["mcp:tools", "mcp:admin"])
+def test_demo_protected_by_the_cli_options(scope: str) -> None:
+    """What ``mcpkit serve --http --port P --auth-issuer ISSUER --auth-scope S examples/demo.py``
+    does (the CLI calls build_auth_from_cli): 401 with the challenge, the metadata, a provider
+    token served; 403 when the server-wide scope is one the provider does not grant."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers.paths import subprocess_env
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    provider = Provider(install(), url)
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_WITH_CLI_OPTIONS, str(port), provider.issuer, scope,
+                             str(ROOT / "examples" / "demo.py")], env=subprocess_env(), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                resp = call(url, None, "add")
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.1)
+        assert resp.status_code == 401
+        challenge = resp.headers["www-authenticate"]
+        meta = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+        assert f'resource_metadata="{meta}"' in challenge and f'scope="{scope}"' in challenge
+        doc = httpx.get(meta).json()
+        assert doc["resource"] == url and doc["authorization_servers"] == [provider.issuer]
+        token = provider.client_credentials(url)["access_token"]
+        msg = body("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        resp = httpx.post(url, json=msg, headers=headers_for(msg) | {"Authorization": f"Bearer {token}"})
+        if scope == "mcp:tools":
+            assert resp.status_code == 200 and resp.json()["result"]["structuredContent"] == {"result": 5}
+            assert call(url, token + "x", "add").status_code == 401
+        else:
+            assert resp.status_code == 403
+            assert 'error="insufficient_scope"' in resp.headers["www-authenticate"]
+    finally:
+        proc.terminate()
+        proc.wait(5)
+        provider.stop()
