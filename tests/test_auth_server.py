@@ -40,7 +40,7 @@ PRM_URL = ASGI_BASE + "/.well-known/oauth-protected-resource/mcp"
 
 
 def make_server() -> Server:
-    server = Server("protected", "1.0.0", tasks=True)
+    server = Server("protected", "1.0.0", tasks=True, cache_scope="public", ttl_ms=60_000)
 
     @server.tool()
     def echo(text: str) -> str:
@@ -281,6 +281,7 @@ def test_resource_and_prompt_scopes(http: httpx.Client, issuer: TestIssuer) -> N
     assert resp.status_code == 403 and challenge(resp)["scope"] == "mcp:tools vault:read"
     resp = post(http, read, issuer.token(ASGI_URL, scope="mcp:tools vault:read"))
     assert resp.status_code == 200 and resp.json()["result"]["contents"][0]["text"] == "gold"
+    assert resp.json()["result"]["cacheScope"] == "private"  # scoped: never in a shared cache
     get = body("prompts/get", {"name": "admin_prompt"})
     assert post(http, get, issuer.token(ASGI_URL)).status_code == 403
 

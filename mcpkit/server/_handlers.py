@@ -194,6 +194,8 @@ class CoreMethods:
         contents = [resource_contents(uri, v, mime) for v in values]
         ttl = fn_def.cache.ttl_ms if fn_def.cache.ttl_ms is not None else self.server.ttl_ms
         scope = fn_def.cache.cache_scope or self.server.cache_scope
+        if fn_def.scopes and ctx.auth is not None:
+            scope = "private"  # only callers with its scopes may read it: no shared cache may keep it
         return t.ReadResourceResult(contents=contents, ttlMs=ttl, cacheScope=scope)
 
     async def get_prompt(self, ctx: Context, params: t.GetPromptParams) -> Any:
