@@ -209,3 +209,62 @@ def test_demo_protected_by_the_cli_options(scope: str) -> None:
         proc.terminate()
         proc.wait(5)
         provider.stop()
+
+
+# ====================================================================== mcpkit's own OAuth client
+def _headless_person(login: str = "alice") -> Any:
+    """An authorizer that logs in and consents on the provider's own pages, over HTTP."""
+    import html
+    from urllib.parse import urljoin
+
+    async def authorize(url: str, redirect_uri: str) -> str:
+        async with httpx.AsyncClient(follow_redirects=False, timeout=10) as browser:
+            resp = await browser.get(url)
+            for _ in range(20):
+                here = str(resp.request.url)
+                if resp.status_code in (302, 303) and "location" in resp.headers:
+                    target = urljoin(here, resp.headers["location"])
+                    if target.startswith(redirect_uri):
+                        return target
+                    resp = await browser.get(target)
+                    continue
+                form = re.search(r'<form[^>]*action="([^"]+)"', resp.text)
+                prompt = re.search(r'name="prompt" value="(\w+)"', resp.text)
+                assert resp.status_code == 200 and form and prompt, (resp.status_code, here, resp.text[:300])
+                data = {"prompt": prompt.group(1)}
+                if data["prompt"] == "login":
+                    data |= {"login": login, "password": "any"}
+                resp = await browser.post(urljoin(here, html.unescape(form.group(1))), data=data)
+        raise AssertionError("too many steps")
+
+    return authorize
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("grant", ["authorization_code", "client_credentials"])
+def test_mcpkit_oauth_client_end_to_end(stack: Stack, mode: str, grant: str) -> None:
+    """mcpkit's Client with its OAuth (the oauth-client branch; skipped until it is merged):
+    PKCE login (or client credentials), DPoP-bound tokens, both eras, on our protected server."""
+    auth_mod = pytest.importorskip("mcpkit.auth")
+    if not hasattr(auth_mod, "OAuth"):
+        pytest.skip("mcpkit.auth.OAuth (the OAuth client) is not on this branch yet")
+    import asyncio
+
+    from mcpkit import Client
+
+    if grant == "client_credentials":
+        oauth = auth_mod.OAuth(stack.url, grant="client_credentials", client_id="cc-client", client_secret="cc-secret",
+                               scope="mcp:tools")
+    else:
+        oauth = auth_mod.OAuth(stack.url, authorizer=_headless_person(), redirect_uri="http://127.0.0.1:8765/callback",
+                               storage=auth_mod.InMemoryTokenStorage())
+
+    async def go() -> Any:
+        async with Client(stack.url, mode=mode, auth=oauth, cache=False) as client:
+            names = [t.name for t in await client.list_tools()]
+            assert "whoami" in names and "reset" not in names
+            return (await client.call_tool("whoami", {})).structuredContent
+
+    who = asyncio.run(asyncio.wait_for(go(), 60))
+    assert who["scopes"] == ["mcp:tools"]
+    assert who["sub"] == ("cc-client" if grant == "client_credentials" else "alice")
