@@ -194,7 +194,8 @@ class ResourceServerAuth:
     # ------------------------------------------------------------------ per request
     async def authenticate(self, method: str, resource: str, headers: Mapping[str, str],
                            query: bytes) -> Principal | AuthRefusal:
-        if query and (b"access_token=" in query):
+        if query and b"access_token" in query and any(
+                part.split(b"=", 1)[0] == b"access_token" for part in query.split(b"&")):
             return self._refuse(401, resource, error="invalid_request",
                                 description="access tokens are accepted in the Authorization header only")
         raw = headers.get("authorization")
