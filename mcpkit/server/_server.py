@@ -381,7 +381,8 @@ class Server:
 
     @property
     def operation_scopes(self) -> frozenset[str]:
-        """Every scope a registration or method asks for (for ``scopes_supported``)."""
+        """Every scope a registration or method asks for (to publish more than the minimal
+        ``scopes_supported``: ``ResourceServerAuth(scopes_supported=...)``)."""
         out: set[str] = set()
         for defs in (self._tools, self._resources, self._templates, self._prompts):
             for d in defs.values():

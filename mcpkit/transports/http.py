@@ -155,9 +155,6 @@ class HttpApp:
             # The resource URL (the audience tokens must name) would come from the Host header,
             # which any client sets: a token for another server could then pass.
             raise ValueError("with allowed_hosts=['*'], give the canonical URL: ResourceServerAuth(resource=...)")
-        if auth is not None and hasattr(server, "operation_scopes") and hasattr(auth, "scopes_of_operations"):
-            # scopes_supported follows registrations (read when the metadata is served).
-            auth.scopes_of_operations = lambda: server.operation_scopes
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,8 +49,9 @@ class ResourceServerAuth:
     ``resource``: the canonical URL of the endpoint, mount path included (behind a proxy,
     the public one); by default it is the URL the request came to (scheme, Host, path).
     ``scopes``: required for every request (and named in 401 challenges).
-    ``scopes_supported``: published in the metadata (default: ``scopes`` plus every
-    per-operation scope the server declares, when the app knows them).
+    ``scopes_supported``: published in the metadata (default: ``scopes``, the minimal set
+    for basic use, as the MCP spec asks; the scopes of single operations are asked for by
+    403 challenges when needed: step-up authorization).
     ``scope_rule``: whether granted scopes cover a needed one (e.g. :func:`hierarchical_scopes`).
     ``dpop``: ``"allow"`` (default: bound tokens need a proof, bearer tokens pass),
     ``"require"`` (every token must be DPoP-bound) or ``"off"`` (refuse the DPoP scheme).
@@ -109,10 +110,8 @@ class ResourceServerAuth:
         self.resource_documentation = resource_documentation
         self.serve_root_metadata = serve_root_metadata
         self.metadata_extra = dict(metadata_extra or {})
-        self._docs: dict[tuple[str, frozenset[str]], bytes] = {}
+        self._docs: dict[str, bytes] = {}
         self._resources: dict[tuple[str, str | None, str], str] = {}
-        #: Every scope the server's operations need (the HTTP app sets it from the server).
-        self.scopes_of_operations: Callable[[], Collection[str]] = tuple
 
     # ------------------------------------------------------------------ metadata
     def resource_url(self, scheme: str, host: str | None, path: str) -> str:
@@ -131,7 +130,7 @@ class ResourceServerAuth:
         """The protected resource metadata document (RFC 9728 §2) for ``resource``."""
         supported = self.scopes_supported
         if supported is None:
-            supported = list(dict.fromkeys([*self.scopes, *sorted(self.scopes_of_operations())]))
+            supported = list(self.scopes)
         doc: dict[str, Any] = {
             "resource": resource,
             "authorization_servers": self.authorization_servers,
@@ -151,13 +150,12 @@ class ResourceServerAuth:
         return doc
 
     def metadata_document(self, resource: str) -> bytes:
-        key = (resource, frozenset(self.scopes_of_operations()))
-        doc = self._docs.get(key)
+        doc = self._docs.get(resource)
         if doc is None:
             doc = json.dumps(self.metadata(resource), separators=(",", ":")).encode()
             if len(self._docs) > 64:
                 self._docs.clear()
-            self._docs[key] = doc
+            self._docs[resource] = doc
         return doc
 
     # ------------------------------------------------------------------ challenges
