@@ -245,6 +245,14 @@ def test_bad_tokens_are_not_logged(http: httpx.Client, issuer: TestIssuer, caplo
 
 
 # ====================================================================== scopes
+def test_401_names_the_scopes_of_the_operation_too(http: httpx.Client) -> None:
+    resp = post(http, call("reset"))
+    assert resp.status_code == 401 and challenge(resp)["scope"] == "mcp:tools mcp:admin"
+    assert resp.json()["id"] == 1
+    bad = post(http, call("reset"), "not-a-jwt")
+    assert challenge(bad)["scope"] == "mcp:tools mcp:admin" and challenge(bad)["error"] == "invalid_token"
+
+
 def test_missing_operation_scope_is_403_naming_it(http: httpx.Client, issuer: TestIssuer) -> None:
     resp = post(http, call("reset"), issuer.token(ASGI_URL))
     assert resp.status_code == 403

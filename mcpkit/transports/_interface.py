@@ -108,6 +108,10 @@ class AuthRefusal:
     challenge: str
     error: errors.MCPError
     headers: tuple[tuple[bytes, bytes], ...] = ()
+    #: The OAuth error code and description (to build the challenge again with more scopes).
+    oauth_error: str | None = None
+    description: str = ""
+    scheme: str | None = None
 
 
 class Authenticator(Protocol):
@@ -128,4 +132,8 @@ class Authenticator(Protocol):
 
     def authorize(self, principal: AuthPrincipal, needed: Collection[str], resource: str) -> AuthRefusal | None:
         """None when ``principal`` may run an operation needing ``needed``; else a 403."""
+        ...
+
+    def rescope(self, refusal: AuthRefusal, needed: Collection[str], resource: str) -> AuthRefusal:
+        """``refusal`` (a 401) naming also the scopes the refused operation needs."""
         ...

@@ -197,7 +197,7 @@ class HttpApp:
             resource = self._resource(scope, hdrs)
             principal = await self.auth.authenticate(method, resource, hdrs, scope.get("query_string", b""))
             if type(principal) is AuthRefusal:
-                await _auth_refusal(send, principal)
+                await self._refused(principal, method, hdrs, receive, send, resource)
                 return
         if method != "POST":
             await self._not_post(method, hdrs, receive, send, principal)
@@ -375,6 +375,27 @@ class HttpApp:
             return
         await _asgi.respond_json_with(send, 200, self.auth.metadata_document(resource), [
             (b"cache-control", b"public, max-age=3600"), (b"access-control-allow-origin", b"*")])
+
+    async def _refused(self, refusal: AuthRefusal, method: str, hdrs: dict[str, str], receive: Receive, send: Send,
+                       resource: str) -> None:
+        """A 401; for a request whose operation needs scopes of its own, the challenge names
+        them too (one authorization instead of a 401 and then a 403)."""
+        request_id = None
+        if method == "POST" and refusal.status == 401:
+            body = await self._read_body(receive, send, hdrs)
+            if body is None:
+                return  # too large: answered already
+            try:
+                msg = codec.decode(body)
+            except codec.InvalidMessage:
+                msg = None
+            if type(msg) is codec.Request:
+                assert self.auth is not None
+                request_id = msg.id
+                needed = self.server.required_scopes(msg.method, codec.params_dict(msg.params))
+                if needed:
+                    refusal = self.auth.rescope(refusal, needed, resource)
+        await _auth_refusal(send, refusal, request_id)
 
     async def _authorized(self, body: bytes, hdrs: dict[str, str], receive: Receive, send: Send, principal: Any,
                           resource: str) -> None:

@@ -187,7 +187,8 @@ class ResourceServerAuth:
                                    scheme=scheme)
         message = ("Forbidden: " if status == 403 else "Unauthorized: ") + description
         data = {"error": error} if error else None
-        return AuthRefusal(status, challenge, errors.MCPError(UNAUTHORIZED, message, data), headers)
+        return AuthRefusal(status, challenge, errors.MCPError(UNAUTHORIZED, message, data), headers, error, description,
+                           scheme)
 
     # ------------------------------------------------------------------ per request
     async def authenticate(self, method: str, resource: str, headers: Mapping[str, str],
@@ -244,3 +245,12 @@ class ResourceServerAuth:
         wanted = list(dict.fromkeys([*self.required, *needed]))
         return self._refuse(403, resource, error="insufficient_scope",
                             description="the access token lacks the scope this operation requires", scope=wanted)
+
+    def rescope(self, refusal: AuthRefusal, needed: Collection[str], resource: str) -> AuthRefusal:
+        """A 401 for an operation that needs more than the server-wide scopes names them all,
+        so the client asks for everything in one authorization (the MCP spec's scope rule)."""
+        wanted = list(dict.fromkeys([*self.required, *needed]))
+        if refusal.status != 401 or wanted == list(self.required):
+            return refusal
+        return self._refuse(401, resource, error=refusal.oauth_error, description=refusal.description, scope=wanted,
+                            scheme=refusal.scheme, headers=refusal.headers)
