@@ -345,7 +345,6 @@ class HttpApp:
             return header_exc
         return exc
 
-
     # ------------------------------------------------------------------ OAuth
     def _resource(self, scope: Scope, hdrs: dict[str, str]) -> str:
         """The canonical URL of this endpoint (the auth's configured one, or this request's)."""
