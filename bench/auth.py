@@ -163,6 +163,7 @@ def main() -> int:
     ap.add_argument("--no-pin", action="store_true")
     opts = ap.parse_args()
     pin = Pinning(not opts.no_pin)
+    load_before = os.getloadavg()[0]
     keys = Keys()
     print("== in-process verification cost", flush=True)
     costs = verify_costs(keys)
@@ -197,7 +198,10 @@ def main() -> int:
         rows.append(f"| {LABEL[m]} | {rps:,.0f} | {p50:.2f} | {p99:.2f} | {rps / base - 1:+.1%} | "
                     f"{'—' if m == 'none' else f'{cost:.1f}'} |")
     rows += ["", "In-process cost of `ResourceServerAuth.authenticate` per request: "
-             + ", ".join(f"{k} {v:.1f} µs" for k, v in costs.items()) + "."]
+             + ", ".join(f"{k} {v:.1f} µs" for k, v in costs.items()) + ".",
+             "", f"{os.cpu_count()} cores; 1-minute load average {load_before:.1f} before the run and "
+             f"{os.getloadavg()[0]:.1f} after (other work on the machine makes the HTTP rows noisy; "
+             "the in-process costs are the steadier measure)."]
     table = "\n".join(rows)
     print("\n" + table)
     (BENCH / "results").mkdir(exist_ok=True)
