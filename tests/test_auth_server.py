@@ -573,3 +573,92 @@ def test_unprotected_server_and_import_cost() -> None:
                           "print(sorted(m for m in sys.modules if m.startswith(('mcpkit.auth', 'joserfc', 'httpx'))))"],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ====================================================================== verifier details
+def _run(coro: Any) -> Any:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+def _request(resource: str = ASGI_URL) -> Any:
+    from mcpkit.auth.server import TokenRequest
+
+    return TokenRequest("POST", resource, "Bearer", {})
+
+
+def test_discovery_falls_back_to_openid_and_checks_the_issuer(issuer: TestIssuer) -> None:
+    from mcpkit.auth.server import InvalidToken
+
+    def oidc_only(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/.well-known/oauth-authorization-server":
+            return httpx.Response(404)
+        return issuer.handler(request)
+
+    v = JWTVerifier(ISSUER, http_client=httpx.AsyncClient(transport=httpx.MockTransport(oidc_only)))
+    assert _run(v.verify(issuer.token(ASGI_URL), _request())).subject == "alice"
+
+    def liar(request: httpx.Request) -> httpx.Response:  # metadata naming another issuer: ignored
+        if request.url.path.startswith("/.well-known/"):
+            return httpx.Response(200, json={"issuer": "https://evil.test", "jwks_uri": f"{ISSUER}/jwks"})
+        return issuer.handler(request)
+
+    v = JWTVerifier(ISSUER, http_client=httpx.AsyncClient(transport=httpx.MockTransport(liar)))
+    with pytest.raises(InvalidToken, match="unavailable"):
+        _run(v.verify(issuer.token(ASGI_URL), _request()))
+
+
+def test_issuer_down_is_401_and_the_server_recovers(issuer: TestIssuer) -> None:
+    state = {"down": True}
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        if state["down"]:
+            raise httpx.ConnectError("down")
+        return issuer.handler(request)
+
+    verifier = JWTVerifier(ISSUER, http_client=httpx.AsyncClient(transport=httpx.MockTransport(flaky)),
+                           refresh_interval=0)
+    with asgi_client(make_server().http_app(auth=ResourceServerAuth(verifier))) as c:
+        resp = post(c, call("echo", {"text": "x"}), issuer.token(ASGI_URL))
+        assert resp.status_code == 401 and "unavailable" in challenge(resp)["error_description"]
+        state["down"] = False
+        assert ok_text(post(c, call("echo", {"text": "x"}), issuer.token(ASGI_URL))) == "x"
+
+
+def test_audience_options(issuer: TestIssuer) -> None:
+    from mcpkit.auth.server import InvalidToken
+
+    other = issuer.token("https://api.example.com")
+    explicit = JWTVerifier(ISSUER, http_client=issuer.http(), audience="https://api.example.com")
+    assert _run(explicit.verify(other, _request())).subject == "alice"
+    with pytest.raises(InvalidToken):
+        _run(JWTVerifier(ISSUER, http_client=issuer.http()).verify(other, _request()))
+    unchecked = JWTVerifier(ISSUER, http_client=issuer.http(), audience=False)  # explicit opt-out only
+    assert _run(unchecked.verify(other, _request())).subject == "alice"
+
+
+def test_scope_rules() -> None:
+    from mcpkit.auth.server import Principal, exact_scopes
+
+    rule = hierarchical_scopes()
+    assert rule(frozenset({"mcp"}), "mcp:tools:write") and rule(frozenset({"mcp:tools"}), "mcp:tools")
+    assert not rule(frozenset({"mcp:tool"}), "mcp:tools") and not rule(frozenset({"mcp:tools"}), "mcp")
+    assert not exact_scopes(frozenset({"mcp"}), "mcp:tools")
+    p = Principal("s", "c", frozenset({"a", "b"}))
+    assert p.allows(["a"]) and not p.allows(["a", "c"]) and p.missing(["a", "c", "d"]) == ["c", "d"]
+    assert p.key.endswith(" s") and Principal(None, "c", frozenset()).key.endswith(" client:c")
+
+
+def test_introspection_client_secret_post(issuer: TestIssuer) -> None:
+    seen: list[str] = []
+
+    def endpoint(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content.decode())
+        return httpx.Response(200, json={"active": True, "sub": "dave", "scope": "mcp:tools", "aud": [ASGI_URL]})
+
+    v = IntrospectionVerifier("https://as.test/introspect", client_id="rs", client_secret="s3", auth_method="client_secret_post",
+                              http_client=httpx.AsyncClient(transport=httpx.MockTransport(endpoint)))
+    p = _run(v.verify("opaque", _request()))
+    assert p.subject == "dave" and p.expires_at is None
+    assert "client_id=rs" in seen[0] and "client_secret=s3" in seen[0] and "token=opaque" in seen[0]

@@ -11,6 +11,7 @@ from ..protocol.types import RequestMeta
 from ._input import InputChannel, InputRequests, check_capabilities, parse_answer, schema_of
 
 if TYPE_CHECKING:
+    from ..auth.server._principal import Principal
     from ._server import Server
 
 #: Sends one notification (method, params) on this request's own stream.
@@ -69,7 +70,7 @@ class Context:
         self.principal: str | None = None
         #: The OAuth caller (``mcpkit.auth.server.Principal``: subject, client_id, scopes,
         #: claims) when the server is protected; None otherwise (and on stdio).
-        self.auth: Any = None
+        self.auth: Principal | None = None
         self._ext: dict[str, Any] | None = None  # made on first use: most requests carry no extension data
 
     @property
