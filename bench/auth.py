@@ -26,7 +26,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from _common import REPO, Pinning, free_port, kill  # noqa: E402
+from _common import CLK_TCK, REPO, Pinning, free_port, kill, proc_cpu_ticks  # noqa: E402
 
 ISSUER = "https://issuer.bench"
 LUA = BENCH / "wrk" / "mcp_auth.lua"
@@ -109,6 +109,7 @@ def run_wrk(srv: Server, keys: Keys, pin: Pinning, conns: int, duration: float, 
         proofs_file.write("\n".join(keys.proofs(srv.url, srv.token, n)) + "\n")
         proofs_file.close()
         args = ["dpop", srv.token, proofs_file.name]
+    ticks_before = proc_cpu_ticks(srv.proc.pid)
     try:
         cp = subprocess.run(pin.taskset("client") + ["wrk", "-t1", f"-c{conns}", f"-d{duration:g}s", "--timeout", "5s",
                                                      "-s", str(LUA), srv.url, "--", *args],
@@ -121,6 +122,10 @@ def run_wrk(srv: Server, keys: Keys, pin: Pinning, conns: int, duration: float, 
         raise RuntimeError(f"wrk failed: {cp.stdout[-400:]} {cp.stderr[-400:]}")
     out = json.loads(line[len("BENCHJSON "):])
     out["rps"] = out["requests"] / (out["duration_us"] / 1e6)
+    ticks_after = proc_cpu_ticks(srv.proc.pid)
+    if ticks_before is not None and ticks_after is not None and out["requests"]:
+        # The server's own CPU time per request: steadier than throughput on a busy machine.
+        out["cpu_us"] = (ticks_after - ticks_before) / CLK_TCK / out["requests"] * 1e6
     if out["bad"] or out["errors"]:
         raise RuntimeError(f"{srv.mode}: {out['bad']} bad answers, {out['errors']} errors")
     return out
@@ -180,23 +185,25 @@ def main() -> int:
             for m in order:
                 out = run_wrk(servers[m], keys, pin, opts.connections, opts.duration, rate_hint)
                 samples[m].append(out)
-                print(f"  round {r + 1} {m}: {out['rps']:.0f} req/s, p50 {out['p50_us']} µs, p99 {out['p99_us']} µs",
-                      flush=True)
+                print(f"  round {r + 1} {m}: {out['rps']:.0f} req/s, p50 {out['p50_us']} µs, p99 {out['p99_us']} µs, "
+                      f"server CPU {out.get('cpu_us', float('nan')):.0f} µs/request", flush=True)
     finally:
         for srv in servers.values():
             srv.stop()
     base = statistics.median(s["rps"] for s in samples["none"])
+    base_cpu = statistics.median(s.get("cpu_us", 0.0) for s in samples["none"])
     rows = [f"HTTP `tools/call` (echo), wrk -t1 -c{opts.connections}, {opts.duration:g} s x {opts.rounds} rounds "
             f"(medians), server and client on separate cores{'' if pin.enabled else ' (not pinned)'}:", "",
-            "| server | req/s | p50 (ms) | p99 (ms) | throughput vs unprotected | cost per request (µs) |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |"]
+            "| server | req/s | p50 (ms) | p99 (ms) | throughput vs unprotected | server CPU per request (µs) "
+            "| cost per request (µs) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for m in MODES:
         rps = statistics.median(s["rps"] for s in samples[m])
         p50 = statistics.median(s["p50_us"] for s in samples[m]) / 1e3
         p99 = statistics.median(s["p99_us"] for s in samples[m]) / 1e3
-        cost = 1e6 / rps - 1e6 / base
-        rows.append(f"| {LABEL[m]} | {rps:,.0f} | {p50:.2f} | {p99:.2f} | {rps / base - 1:+.1%} | "
-                    f"{'—' if m == 'none' else f'{cost:.1f}'} |")
+        cpu = statistics.median(s.get("cpu_us", 0.0) for s in samples[m])
+        rows.append(f"| {LABEL[m]} | {rps:,.0f} | {p50:.2f} | {p99:.2f} | {rps / base - 1:+.1%} | {cpu:.0f} | "
+                    f"{'—' if m == 'none' else f'{cpu - base_cpu:+.0f}'} |")
     rows += ["", "In-process cost of `ResourceServerAuth.authenticate` per request: "
              + ", ".join(f"{k} {v:.1f} µs" for k, v in costs.items()) + ".",
              "", f"{os.cpu_count()} cores; 1-minute load average {load_before:.1f} before the run and "
