@@ -1,69 +1,53 @@
-"""A server that only answers requests with a valid bearer token, and tells OAuth clients
-where to get one (RFC 9728 protected resource metadata, and ``WWW-Authenticate`` on a 401).
+"""An MCP server protected by OAuth: JWT access tokens from one authorization server, the
+audience checked against this server's URL, a scope for everyone and one more for writes.
 
-    EXAMPLE_TOKENS=s3cret AUTHORIZATION_SERVER=https://auth.example.com \\
-        uvicorn examples.protected_server:app --port 8000
-    mcpkit call add a=1 b=2 --bearer s3cret http://127.0.0.1:8000/mcp     # 3
-    mcpkit call add a=1 b=2 http://127.0.0.1:8000/mcp                     # a clear 401 message
-    mcpkit login http://127.0.0.1:8000/mcp       # with a real authorization server (mcpkit[oauth])
+    MCPKIT_AUTH_ISSUER=https://auth.example.com python examples/protected_server.py [PORT]
 
-The token check here is a set of static tokens (``EXAMPLE_TOKENS``, comma-separated) so the
-example runs anywhere; a real deployment validates the JWT access tokens its authorization
-server issues (signature, ``iss``, ``aud`` = this resource, expiry, scopes), e.g. with
-joserfc, in :func:`check_token`.
+A request without a token gets 401 and a challenge naming the protected resource metadata
+(``/.well-known/oauth-protected-resource/mcp``), which names the issuer: MCP clients with
+OAuth support (mcpkit's, the official SDKs') log in from there. Behind a proxy, set
+``MCPKIT_PUBLIC_URL`` to the URL clients use (it is the audience tokens must name).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
+import sys
 
-from mcpkit import Server
+from mcpkit import Context, Server
+from mcpkit.auth.server import ResourceServerAuth
 
-server = Server("mcpkit-protected", "1.0.0")
+PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
+ISSUER = os.environ.get("MCPKIT_AUTH_ISSUER", "http://127.0.0.1:9000")
+URL = os.environ.get("MCPKIT_PUBLIC_URL", f"http://127.0.0.1:{PORT}/mcp")
+
+server = Server(
+    "protected-notes",
+    "1.0.0",
+    auth=ResourceServerAuth(issuer=ISSUER, resource=URL, scopes=["notes:read"]),
+)
+NOTES: dict[str, dict[str, str]] = {}  # per caller
 
 
 @server.tool()
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
+def whoami(ctx: Context) -> dict:
+    """Who the token says you are."""
+    a = ctx.auth
+    return {"subject": a.subject, "client_id": a.client_id, "scopes": sorted(a.scopes)}
 
 
-TOKENS = {t.strip() for t in os.environ.get("EXAMPLE_TOKENS", "").split(",") if t.strip()}
-AUTHORIZATION_SERVER = os.environ.get("AUTHORIZATION_SERVER", "https://auth.example.com")
-METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
-mcp = server.http_app()
+@server.tool()
+def list_notes(ctx: Context) -> list[str]:
+    """Your notes' titles."""
+    return sorted(NOTES.get(ctx.auth.key, {}))
 
 
-def check_token(token: str) -> bool:
-    """Whether ``token`` may call this server (replace with real access-token validation)."""
-    return token in TOKENS
+@server.tool(scopes=["notes:write"])
+def add_note(ctx: Context, title: str, text: str) -> str:
+    """Save a note (needs the notes:write scope; without it the tool is not even listed)."""
+    NOTES.setdefault(ctx.auth.key, {})[title] = text
+    return f"saved {title!r}"
 
 
-def _origin(scope: dict[str, Any]) -> str:
-    host = dict(scope["headers"]).get(b"host", b"127.0.0.1").decode("latin-1")
-    return f"{scope.get('scheme', 'http')}://{host}"
-
-
-async def _send(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] != "http":
-        return await mcp(scope, receive, send)
-    if scope["path"] == METADATA_PATH:  # public: how to authorize
-        doc = {"resource": _origin(scope) + "/mcp", "authorization_servers": [AUTHORIZATION_SERVER],
-               "bearer_methods_supported": ["header"]}
-        return await _send(send, 200, json.dumps(doc).encode(), [(b"content-type", b"application/json")])
-    auth = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() != "bearer" or not check_token(token.strip()):
-        error = 'error="invalid_token", ' if token else ""
-        challenge = (f'Bearer {error}error_description="a bearer token is required", '
-                     f'resource_metadata="{_origin(scope)}{METADATA_PATH}"')
-        return await _send(send, 401, b"unauthorized", [(b"www-authenticate", challenge.encode()),
-                                                         (b"content-type", b"text/plain")])
-    await mcp(scope, receive, send)
+if __name__ == "__main__":
+    server.run("http", port=PORT)

@@ -63,8 +63,8 @@ def _uvicorn(app: str, *extra: str) -> Callable[[int], list[str]]:
                          "--log-level", "warning", *extra]
 
 
-def test_protected_server_example():
-    srv = ServerProcess(_uvicorn("examples.protected_server:app"), env=subprocess_env(EXAMPLE_TOKENS="s3cret,other"))
+def test_static_token_server_example():
+    srv = ServerProcess(_uvicorn("examples.static_token_server:app"), env=subprocess_env(EXAMPLE_TOKENS="s3cret,other"))
     try:
         assert srv.wait_ready(), srv.output()
         ok = mcpkit("call", "add", "a=1", "b=2", "--bearer", "s3cret", srv.url)

@@ -48,6 +48,18 @@ def parser() -> argparse.ArgumentParser:
                    help="a Host header to accept (repeatable; default: loopback names only)")
     p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
                    help="an Origin to accept, e.g. https://app.example (repeatable; default: loopback origins)")
+    auth = p.add_argument_group("protecting the server (--http; needs mcpkit[oauth])")
+    auth.add_argument("--auth-issuer", metavar="URL",
+                      help="accept JWT access tokens from this authorization server (keys found via its metadata)")
+    auth.add_argument("--auth-audience", metavar="URL",
+                      help="the audience tokens must name (default: this server's URL, with the mount path)")
+    auth.add_argument("--auth-scope", action="append", metavar="SCOPE",
+                      help="a scope every request needs (repeatable); named in the 401/403 challenges")
+    auth.add_argument("--auth-introspect", metavar="URL",
+                      help="check tokens at this RFC 7662 endpoint instead (client credentials from "
+                           "MCPKIT_AUTH_CLIENT_ID and MCPKIT_AUTH_CLIENT_SECRET)")
+    auth.add_argument("--public-url", metavar="URL",
+                      help="the URL clients use, behind a proxy (the protected resource's canonical URL)")
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -151,6 +163,13 @@ def _serve_http(ns: argparse.Namespace) -> int:
             options["allowed_hosts"] = ns.allowed_host
         if ns.allowed_origin:
             options["allowed_origins"] = ns.allowed_origin
+        if ns.auth_issuer or ns.auth_introspect:
+            try:
+                from ..auth.server import build_auth_from_cli
+            except ImportError:
+                print(f"{PROG}: --auth-* needs the oauth extra: pip install 'mcpkit[oauth]'", file=sys.stderr)
+                return 1
+            options["auth"] = build_auth_from_cli(ns)
         run_http_server(server, **options)
     except _Stop as stop:
         _stopped_line(stop.signum)

@@ -11,6 +11,7 @@ from ..protocol.types import RequestMeta
 from ._input import InputChannel, InputRequests, check_capabilities, parse_answer, schema_of
 
 if TYPE_CHECKING:
+    from ..auth.server._principal import Principal
     from ._server import Server
 
 #: Sends one notification (method, params) on this request's own stream.
@@ -47,7 +48,7 @@ class Context:
 
     # Slots: one Context is made per request, so it stays small and quick to build.
     __slots__ = ("server", "request_id", "method", "meta", "_m", "emitter", "_last_progress", "input_channel",
-                 "_counters", "state", "principal", "_ext")
+                 "_counters", "state", "principal", "auth", "_ext")
 
     def __init__(self, server: Server, request_id: Any, method: str, meta: dict[str, Any], m: RequestMeta,
                  emit: Emit | None = None) -> None:
@@ -67,6 +68,9 @@ class Context:
         self.state: dict[str, Any] = {}
         #: The authenticated caller, when the transport knows one (MRTR state and tasks are bound to it).
         self.principal: str | None = None
+        #: The OAuth caller (``mcpkit.auth.server.Principal``: subject, client_id, scopes,
+        #: claims) when the server is protected; None otherwise (and on stdio).
+        self.auth: Principal | None = None
         self._ext: dict[str, Any] | None = None  # made on first use: most requests carry no extension data
 
     @property

@@ -78,12 +78,14 @@ class MethodTable:
 
 
 async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Request, checked: inbound.Checked,
-                   emit: Emit | None, principal: str | None, era: Era) -> Reply:
+                   emit: Emit | None, principal: str | None, era: Era, auth: Any = None) -> Reply:
     """Answer a request that passed the inbound ladder. Never raises except for cancellation."""
     method = req.method
     params = checked.params
     ctx = Context(server, req.id, method, params.meta, checked.meta, emit)
     ctx.principal = principal
+    if auth is not None:
+        ctx.auth = auth
     try:
         channel = None
         if method in MRTR_METHODS:

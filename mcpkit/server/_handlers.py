@@ -100,21 +100,38 @@ class CoreMethods:
                     scope = "private"
         return items, (nxt if nxt is not None else UNSET), ttl, scope
 
+    @staticmethod
+    def _visible(ctx: Context, defs: Sequence[Any]) -> tuple[list[Any], bool]:
+        """What the caller's token may use (``list_mode="filter"``), and whether that list
+        depends on the caller (then it must be cached privately)."""
+        auth = ctx.auth
+        if auth is None or not any(d.scopes for d in defs):
+            return list(defs), False
+        if getattr(auth, "list_all", False):
+            return list(defs), False
+        return [d for d in defs if not d.scopes or auth.allows(d.scopes)], True
+
+    def _listed(self, ctx: Context, defs: Sequence[Any], params: t.PaginatedParams
+                ) -> tuple[Sequence[Any], Any, int, CacheScope]:
+        visible, per_caller = self._visible(ctx, defs)
+        items, nxt, ttl, scope = self._page(visible, params)
+        return items, nxt, ttl, ("private" if per_caller else scope)
+
     async def list_tools(self, ctx: Context, params: t.PaginatedParams) -> t.ListToolsResult:
-        items, nxt, ttl, scope = self._page(list(self.tools.values()), params)
+        items, nxt, ttl, scope = self._listed(ctx, list(self.tools.values()), params)
         return t.ListToolsResult(tools=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
 
     async def list_resources(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourcesResult:
-        items, nxt, ttl, scope = self._page(list(self.resources.values()), params)
+        items, nxt, ttl, scope = self._listed(ctx, list(self.resources.values()), params)
         return t.ListResourcesResult(resources=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
 
     async def list_templates(self, ctx: Context, params: t.PaginatedParams) -> t.ListResourceTemplatesResult:
-        items, nxt, ttl, scope = self._page(list(self.templates.values()), params)
+        items, nxt, ttl, scope = self._listed(ctx, list(self.templates.values()), params)
         return t.ListResourceTemplatesResult(resourceTemplates=[d.wire for d in items], nextCursor=nxt,
                                              ttlMs=ttl, cacheScope=scope)
 
     async def list_prompts(self, ctx: Context, params: t.PaginatedParams) -> t.ListPromptsResult:
-        items, nxt, ttl, scope = self._page(list(self.prompts.values()), params)
+        items, nxt, ttl, scope = self._listed(ctx, list(self.prompts.values()), params)
         return t.ListPromptsResult(prompts=[d.wire for d in items], nextCursor=nxt, ttlMs=ttl, cacheScope=scope)
 
     # ---------------------------------------------------------------- call, read, get
@@ -177,6 +194,8 @@ class CoreMethods:
         contents = [resource_contents(uri, v, mime) for v in values]
         ttl = fn_def.cache.ttl_ms if fn_def.cache.ttl_ms is not None else self.server.ttl_ms
         scope = fn_def.cache.cache_scope or self.server.cache_scope
+        if fn_def.scopes and ctx.auth is not None:
+            scope = "private"  # only callers with its scopes may read it: no shared cache may keep it
         return t.ReadResourceResult(contents=contents, ttlMs=ttl, cacheScope=scope)
 
     async def get_prompt(self, ctx: Context, params: t.GetPromptParams) -> Any:

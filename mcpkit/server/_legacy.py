@@ -82,14 +82,15 @@ class LegacySession:
     #: Checks an ``initialize`` before any session exists for it.
     validate_initialize = staticmethod(eras.validate_initialize)
 
-    async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None) -> Reply:
-        """Answer one legacy request; ``emit_raw`` is the request's own stream, if any."""
+    async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None, *, auth: Any = None) -> Reply:
+        """Answer one legacy request; ``emit_raw`` is the request's own stream, if any;
+        ``auth`` is the OAuth caller (the HTTP transport has bound the session to it)."""
         try:
-            return await self._handle(req, emit_raw)
+            return await self._handle(req, emit_raw, auth)
         except errors.MCPError as exc:
             return Reply(codec.encode_error(req.id, exc), exc.code)
 
-    async def _handle(self, req: codec.Request, emit_raw: SendRaw | None) -> Reply:
+    async def _handle(self, req: codec.Request, emit_raw: SendRaw | None, auth: Any = None) -> Reply:
         method = req.method
         params = codec.params_dict(req.params)
         if method == "initialize":
@@ -131,6 +132,9 @@ class LegacySession:
         params["_meta"] = meta
         checked = inbound.check_request(method, params, (self.version,), self.server.capability_names)
         era = LegacyEra(ClientRequests(self, emit_raw))
+        if auth is not None:
+            return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era, principal=auth.key,
+                                              auth=auth)
         return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era)
 
     def _initialize(self, rid: Any, params: Any) -> Reply:

@@ -110,7 +110,7 @@ class CacheHints:
 
 
 class ToolDef:
-    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map", "task", "task_start")
+    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map", "task", "task_start", "scopes")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  annotations: t.ToolAnnotations | dict[str, Any] | None, icons: list[Any] | None, meta: dict[str, Any] | None,
@@ -138,6 +138,8 @@ class ToolDef:
         #: Tasks extension: "never" | "optional" | "required", and "immediate" | "explicit".
         self.task = "never"
         self.task_start = "immediate"
+        #: OAuth scopes a caller needs to see and call it (when the server is protected).
+        self.scopes: frozenset[str] = frozenset()
 
     def to_result(self, value: Any) -> t.CallToolResult:
         if isinstance(value, t.CallToolResult):
@@ -151,7 +153,7 @@ class ToolDef:
 
 
 class ResourceDef:
-    __slots__ = ("uri", "sig", "wire", "mime_type", "cache", "blocking")
+    __slots__ = ("uri", "sig", "wire", "mime_type", "cache", "blocking", "scopes")
 
     def __init__(self, fn: Callable[..., Any], uri: str, *, name: str | None, title: str | None, description: str | None,
                  mime_type: str | None, size: int | None, annotations: Any, icons: list[Any] | None, meta: dict[str, Any] | None,
@@ -161,6 +163,7 @@ class ResourceDef:
         self.mime_type = mime_type
         self.cache = cache
         self.blocking = blocking
+        self.scopes: frozenset[str] = frozenset()
         self.wire = t.Resource(
             uri=uri, name=name or fn.__name__, title=_opt(title), description=_opt(description or self.sig.description),
             mimeType=_opt(mime_type), size=_opt(size), annotations=_opt(annotations), icons=_opt(icons), meta=_opt(meta),
@@ -168,7 +171,7 @@ class ResourceDef:
 
 
 class TemplateDef:
-    __slots__ = ("template", "sig", "wire", "mime_type", "cache", "blocking")
+    __slots__ = ("template", "sig", "wire", "mime_type", "cache", "blocking", "scopes")
 
     def __init__(self, fn: Callable[..., Any], uri_template: str, *, name: str | None, title: str | None,
                  description: str | None, mime_type: str | None, annotations: Any, icons: list[Any] | None,
@@ -181,6 +184,7 @@ class TemplateDef:
         self.mime_type = mime_type
         self.cache = cache
         self.blocking = blocking
+        self.scopes: frozenset[str] = frozenset()
         self.wire = t.ResourceTemplate(
             uriTemplate=uri_template, name=name or fn.__name__, title=_opt(title),
             description=_opt(description or self.sig.description), mimeType=_opt(mime_type),
@@ -189,7 +193,7 @@ class TemplateDef:
 
 
 class PromptDef:
-    __slots__ = ("name", "sig", "wire", "required", "blocking", "cache")
+    __slots__ = ("name", "sig", "wire", "required", "blocking", "cache", "scopes")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  icons: list[Any] | None, meta: dict[str, Any] | None, blocking: bool) -> None:
@@ -197,6 +201,7 @@ class PromptDef:
         self.sig = Signature(fn, "prompt")
         self.blocking = blocking
         self.cache = CacheHints()
+        self.scopes: frozenset[str] = frozenset()
         props = self.sig.input_schema.get("properties", {})
         required = set(self.sig.input_schema.get("required", []))
         self.required = required

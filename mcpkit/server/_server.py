@@ -4,7 +4,7 @@ decoded requests. Dispatch lives in :mod:`._dispatch`, the built-in methods in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,6 +45,15 @@ __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 CompletionHandler = Callable[..., Any]
 
 
+_NO_SCOPES: frozenset[str] = frozenset()
+
+
+def _scopes(scopes: Iterable[str]) -> frozenset[str]:
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    return frozenset(scopes)
+
+
 def _has_modern_meta(raw_params: Any) -> bool:
     params = codec.params_dict(raw_params)
     meta = params.get("_meta") if isinstance(params, dict) else None
@@ -79,6 +88,7 @@ class Server:
         bus: Bus | None = None,
         legacy: bool = True,
         tasks: bool | TaskStore = False,
+        auth: Any = None,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -133,6 +143,10 @@ class Server:
         self._modern = ModernEra(self, include_server_info)
         #: The tasks extension (io.modelcontextprotocol/tasks), once enabled.
         self.tasks: Tasks | None = None
+        #: OAuth protection for HTTP (``mcpkit.auth.server.ResourceServerAuth``): the default
+        #: of :meth:`http_app` and ``run("http")``. stdio is never authenticated.
+        self.auth = auth
+        self._method_scopes: dict[str, frozenset[str]] = {}
         if tasks is not False and tasks is not None:
             self.enable_tasks(None if tasks is True else tasks)
 
@@ -153,6 +167,7 @@ class Server:
         cache_scope: CacheScope | None = None,
         task: TaskSupport = "never",
         task_start: TaskStart = "immediate",
+        scopes: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a function as a tool. Its type hints become the ``inputSchema``.
 
@@ -163,6 +178,7 @@ class Server:
         call as a task for clients that declare the tasks extension, ``"required"`` refuses
         other clients (-32021); ``task_start="explicit"`` makes it a task only once the
         handler calls ``await ctx.start_task()``. See :mod:`mcpkit.server._tasks`.
+        ``scopes``: the OAuth scopes a caller needs to see and call it (protected servers).
         """
         if callable(name):  # used bare: @server.tool
             return self.tool()(name)
@@ -176,6 +192,7 @@ class Server:
                 tool.wire.inputSchema = input_schema
             tool.cache = CacheHints(ttl_ms, cache_scope)
             tool.task, tool.task_start = task, task_start
+            tool.scopes = _scopes(scopes)
             self.add_tool(tool)
             return fn
 
@@ -215,19 +232,26 @@ class Server:
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
         blocking: bool = False,
+        scopes: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a resource at ``uri``, or a resource template when ``uri`` has ``{vars}``."""
+        """Register a resource at ``uri``, or a resource template when ``uri`` has ``{vars}``.
+
+        ``scopes``: the OAuth scopes a caller needs to see and read it (protected servers)."""
+        needed = _scopes(scopes)
         cache = CacheHints(ttl_ms, cache_scope)
 
         def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
             if UriTemplate.is_template(uri):
-                self._templates[uri] = TemplateDef(fn, uri, name=name, title=title, description=description,
-                                                   mime_type=mime_type, annotations=annotations, icons=icons,
-                                                   meta=meta, cache=cache, blocking=blocking)
+                tdef = TemplateDef(fn, uri, name=name, title=title, description=description, mime_type=mime_type,
+                                   annotations=annotations, icons=icons, meta=meta, cache=cache, blocking=blocking)
+                tdef.scopes = needed
+                self._templates[uri] = tdef
             else:
-                self._resources[uri] = ResourceDef(fn, uri, name=name, title=title, description=description,
-                                                   mime_type=mime_type, size=size, annotations=annotations,
-                                                   icons=icons, meta=meta, cache=cache, blocking=blocking)
+                rdef = ResourceDef(fn, uri, name=name, title=title, description=description, mime_type=mime_type,
+                                   size=size, annotations=annotations, icons=icons, meta=meta, cache=cache,
+                                   blocking=blocking)
+                rdef.scopes = needed
+                self._resources[uri] = rdef
             self._changed("resources")
             return fn
 
@@ -248,14 +272,18 @@ class Server:
         blocking: bool = False,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a prompt; its (string) parameters become the prompt's arguments."""
+        """Register a prompt; its (string) parameters become the prompt's arguments.
+
+        ``scopes``: the OAuth scopes a caller needs to see and get it (protected servers)."""
         if callable(name):
             return self.prompt()(name)
 
         def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
             p = PromptDef(fn, name=name, title=title, description=description, icons=icons, meta=meta, blocking=blocking)
             p.cache = CacheHints(ttl_ms, cache_scope)
+            p.scopes = _scopes(scopes)
             self._prompts[p.name] = p
             self._changed("prompts")
             return fn
@@ -312,6 +340,56 @@ class Server:
         ``ctx.method`` names the method. Costs nothing per request until one is added.
         """
         self._methods.add_middleware(middleware)
+
+    def require_scopes(self, method: str, scopes: Iterable[str]) -> None:
+        """Need OAuth ``scopes`` for every ``method`` request (e.g. ``"tasks/get"``, or an
+        extension's method), on top of what a tool, resource or prompt needs."""
+        needed = _scopes(scopes)
+        if needed:
+            self._method_scopes[method] = needed
+        else:
+            self._method_scopes.pop(method, None)
+
+    def required_scopes(self, method: str, params: Any) -> frozenset[str]:
+        """The OAuth scopes one request needs: its method's, plus its tool, resource or prompt's.
+
+        ``params`` is the typed params or a plain dict (a legacy session's request).
+        """
+        needed = self._method_scopes.get(method, _NO_SCOPES)
+        if method == "tools/call" or method == "prompts/get":
+            name = params.get("name") if isinstance(params, dict) else getattr(params, "name", None)
+            if isinstance(name, str):
+                d = self._tools.get(name) if method == "tools/call" else self._prompts.get(name)
+                if d is not None and d.scopes:
+                    needed = needed | d.scopes
+        elif method == "resources/read":
+            uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+            if isinstance(uri, str):
+                extra = self._resource_scopes(uri)
+                if extra:
+                    needed = needed | extra
+        return needed
+
+    def _resource_scopes(self, uri: str) -> frozenset[str]:
+        res = self._resources.get(uri)
+        if res is not None:
+            return res.scopes
+        for tmpl in self._templates.values():
+            if tmpl.scopes and tmpl.template.match(uri) is not None:
+                return tmpl.scopes
+        return _NO_SCOPES
+
+    @property
+    def operation_scopes(self) -> frozenset[str]:
+        """Every scope a registration or method asks for (to publish more than the minimal
+        ``scopes_supported``: ``ResourceServerAuth(scopes_supported=...)``)."""
+        out: set[str] = set()
+        for defs in (self._tools, self._resources, self._templates, self._prompts):
+            for d in defs.values():
+                out.update(d.scopes)
+        for s in self._method_scopes.values():
+            out.update(s)
+        return frozenset(out)
 
     def add_extension(self, ext_id: str, settings: dict[str, Any] | None = None) -> None:
         """Advertise ``capabilities.extensions[ext_id]`` (the id needs a reverse-DNS prefix)."""
@@ -451,6 +529,8 @@ class Server:
         elif transport == "http":
             from ..transports.http import run_http_server
 
+            if self.auth is not None:
+                kwargs.setdefault("auth", self.auth)
             run_http_server(self, **kwargs)
         else:
             raise ValueError(f"unknown transport {transport!r}")
@@ -459,6 +539,8 @@ class Server:
         """This server as an ASGI application serving Streamable HTTP at ``path``."""
         from ..transports.http import HttpApp
 
+        if self.auth is not None:
+            kwargs.setdefault("auth", self.auth)
         return HttpApp(self, path=path, **kwargs)
 
     def open_legacy_session(self, *, send: SendRaw | None = None) -> LegacySession:
@@ -485,19 +567,21 @@ class Server:
                                      self._extra_methods or None)
 
     def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
-                    principal: str | None = None) -> Coroutine[Any, Any, Reply]:
+                    principal: str | None = None, auth: Any = None) -> Coroutine[Any, Any, Reply]:
         """Answer a 2026-07-28 request that passed :meth:`check` (a coroutine: await it).
 
         ``principal`` names the authenticated caller, when the transport knows it; MRTR
-        state and tasks are bound to it. Never raises except for cancellation.
+        state and tasks are bound to it; ``auth`` is the OAuth caller (``ctx.auth``).
+        Never raises except for cancellation.
         """
         # Not itself async: the dispatch coroutine is handed out as is (one frame less per request).
-        return dispatch_request(self, self._chains, req, checked, emit, principal, self._modern)
+        return dispatch_request(self, self._chains, req, checked, emit, principal, self._modern, auth)
 
     def dispatch(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
-                 principal: str | None = None, era: Era | None = None) -> Coroutine[Any, Any, Reply]:
+                 principal: str | None = None, era: Era | None = None, auth: Any = None) -> Coroutine[Any, Any, Reply]:
         """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs."""
-        return dispatch_request(self, self._chains, req, checked, emit, principal, era if era is not None else self._modern)
+        return dispatch_request(self, self._chains, req, checked, emit, principal,
+                                era if era is not None else self._modern, auth)
 
     def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
         params = codec.params_dict(req.params) or {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from typing import Any
 
 from ..protocol import codec, errors, sse
 from . import _asgi
@@ -27,11 +28,13 @@ _STREAM_OPEN = sse.comment("stream open")
 class _Entry:
     """One live session: its peer, when it was last used, and its GET stream (when open)."""
 
-    __slots__ = ("peer", "last_used", "stream")
+    __slots__ = ("peer", "last_used", "stream", "owner")
 
     peer: LegacyPeer
 
-    def __init__(self) -> None:
+    def __init__(self, owner: str | None = None) -> None:
+        #: The key of the principal that opened the session (None without OAuth): only it may use it.
+        self.owner = owner
         self.last_used = time.monotonic()
         self.stream: asyncio.Queue[bytes | None] | None = None
 
@@ -124,15 +127,23 @@ class LegacyEndpoint:
         self.sessions = SessionRegistry(idle_timeout=idle_timeout, max_sessions=max_sessions)
 
     # ------------------------------------------------------------------ POST
-    async def initialize(self, req: codec.Request, send: Send) -> None:
+    def _lookup(self, sid: str, principal: Any) -> _Entry | None:
+        """The session ``sid``, if it exists and belongs to ``principal`` (another caller's
+        session is reported as unknown: its existence is not revealed)."""
+        entry = self.sessions.get(sid)
+        if entry is None or entry.owner != (principal.key if principal is not None else None):
+            return None
+        return entry
+
+    async def initialize(self, req: codec.Request, send: Send, principal: Any = None) -> None:
         """A valid ``initialize`` without a session: open one, if there is room."""
         if not self.sessions.has_room():
             await _asgi.respond_error(send, 503, errors.internal_error(
                 "too many open sessions; try again later or use 2026-07-28 (stateless)"), req.id)
             return
-        entry = _Entry()
+        entry = _Entry(principal.key if principal is not None else None)
         entry.peer = self.server.open_legacy_session(send=entry.push)
-        reply = await entry.peer.handle(req)
+        reply = await (entry.peer.handle(req) if principal is None else entry.peer.handle(req, auth=principal))
         if reply.error_code is not None:
             entry.peer.close()
             await _asgi.respond_json(send, 400, reply.body)
@@ -140,16 +151,16 @@ class LegacyEndpoint:
         sid = self.sessions.add(entry)
         await _asgi.respond_json_with(send, 200, reply.body, [(b"mcp-session-id", sid.encode())])
 
-    async def deliver(self, sid: str, msg: codec.Message, send: Send) -> None:
+    async def deliver(self, sid: str, msg: codec.Message, send: Send, principal: Any = None) -> None:
         """A message for session ``sid``."""
-        entry = self.sessions.get(sid)
+        entry = self._lookup(sid, principal)
         if entry is None:
             await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session: send initialize again"),
                                       getattr(msg, "id", None))
             return
         peer = entry.peer
         if type(msg) is codec.Request:
-            await _serve(peer, msg, send)
+            await _serve(peer, msg, send, principal)
             return
         if type(msg) is codec.Notification:
             peer.handle_notification(msg)  # notifications/cancelled included: the session cancels by id
@@ -159,9 +170,9 @@ class LegacyEndpoint:
         await _asgi.respond_empty(send, 202)
 
     # ------------------------------------------------------------------ GET / DELETE
-    async def open_stream(self, sid: str, receive: Receive, send: Send) -> None:
+    async def open_stream(self, sid: str, receive: Receive, send: Send, principal: Any = None) -> None:
         """GET: the session's own stream, until the client leaves or the session ends."""
-        entry = self.sessions.get(sid)
+        entry = self._lookup(sid, principal)
         if entry is None:
             await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session"))
             return
@@ -187,9 +198,9 @@ class LegacyEndpoint:
         except Exception:
             pass
 
-    async def end(self, sid: str, send: Send) -> None:
+    async def end(self, sid: str, send: Send, principal: Any = None) -> None:
         """DELETE: end the session."""
-        if not self.sessions.remove(sid):
+        if self._lookup(sid, principal) is None or not self.sessions.remove(sid):
             await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session"))
             return
         await _asgi.respond_empty(send, 200)
@@ -198,7 +209,7 @@ class LegacyEndpoint:
         self.sessions.close_all()
 
 
-async def _serve(peer: LegacyPeer, req: codec.Request, send: Send) -> None:
+async def _serve(peer: LegacyPeer, req: codec.Request, send: Send, principal: Any = None) -> None:
     """One session request: JSON, or SSE once a notification or server request must go first."""
     exchange = _asgi.Exchange(send)
     task = asyncio.current_task()
@@ -206,7 +217,9 @@ async def _serve(peer: LegacyPeer, req: codec.Request, send: Send) -> None:
         peer.inflight[req.id] = task  # so notifications/cancelled can find it
     body: bytes | None
     try:
-        body = (await peer.handle(req, exchange.message)).body
+        reply = await (peer.handle(req, exchange.message) if principal is None else
+                       peer.handle(req, exchange.message, auth=principal))
+        body = reply.body
     except asyncio.CancelledError:
         body = None  # cancelled by notifications/cancelled: no response is sent
         if not peer.closed and task is not None and task.cancelling():

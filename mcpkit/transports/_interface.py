@@ -8,10 +8,11 @@ protocols, which :class:`mcpkit.Server` and its legacy sessions satisfy.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..protocol import codec, inbound
+from ..protocol import codec, errors, inbound
 
 #: Sends one notification (method, params) on a request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -30,8 +31,9 @@ class LegacyPeer(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None) -> codec.Reply:
-        """Answer one session request; ``emit_raw`` is the request's own stream, if any."""
+    async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None, *, auth: Any = None) -> codec.Reply:
+        """Answer one session request; ``emit_raw`` is the request's own stream, if any;
+        ``auth`` is the authenticated caller (an :class:`AuthPrincipal`), when there is one."""
         ...
 
     def handle_notification(self, note: codec.Notification) -> None:
@@ -61,8 +63,13 @@ class Dispatcher(Protocol):
         ...
 
     async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
-                          principal: str | None = None) -> codec.Reply:
-        """Answer a modern request that passed :meth:`check`; never raises but for cancellation."""
+                          principal: str | None = None, auth: Any = None) -> codec.Reply:
+        """Answer a modern request that passed :meth:`check`; never raises but for cancellation.
+        ``auth`` is the authenticated caller (an :class:`AuthPrincipal`), ``principal`` its key."""
+        ...
+
+    def required_scopes(self, method: str, params: Any) -> Collection[str]:
+        """The OAuth scopes one request needs (its tool, resource, prompt or method's own)."""
         ...
 
     async def handle(self, req: codec.Request, emit: Emit | None = None) -> codec.Reply:
@@ -79,4 +86,54 @@ class Dispatcher(Protocol):
 
     def close_listeners(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (before shutdown)."""
+        ...
+
+
+# ---------------------------------------------------------------------- authorization
+class AuthPrincipal(Protocol):
+    """An authenticated caller, as transports see it (``mcpkit.auth.server.Principal``)."""
+
+    @property
+    def key(self) -> str:
+        """Identifies the caller for bindings (sessions, MRTR state, tasks)."""
+        ...
+
+
+@dataclass(slots=True)
+class AuthRefusal:
+    """A request the authenticator turns away: the HTTP status, the ``WWW-Authenticate``
+    challenge, the JSON-RPC error for the body, and any extra headers (``DPoP-Nonce``)."""
+
+    status: int
+    challenge: str
+    error: errors.MCPError
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    #: The OAuth error code and description (to build the challenge again with more scopes).
+    oauth_error: str | None = None
+    description: str = ""
+    scheme: str | None = None
+
+
+class Authenticator(Protocol):
+    """Guards an HTTP endpoint with OAuth access tokens (``mcpkit.auth.server.ResourceServerAuth``)."""
+
+    def resource_url(self, scheme: str, host: str | None, path: str) -> str:
+        """The canonical URL of the endpoint at ``path`` (the configured one, or from the request)."""
+        ...
+
+    def metadata_document(self, resource: str) -> bytes:
+        """The protected resource metadata (RFC 9728) for ``resource``, as JSON."""
+        ...
+
+    async def authenticate(self, method: str, resource: str, headers: Mapping[str, str],
+                           query: bytes) -> AuthPrincipal | AuthRefusal:
+        """The caller of one request, or why it is refused (401 with a challenge)."""
+        ...
+
+    def authorize(self, principal: AuthPrincipal, needed: Collection[str], resource: str) -> AuthRefusal | None:
+        """None when ``principal`` may run an operation needing ``needed``; else a 403."""
+        ...
+
+    def rescope(self, refusal: AuthRefusal, needed: Collection[str], resource: str) -> AuthRefusal:
+        """``refusal`` (a 401) naming also the scopes the refused operation needs."""
         ...

@@ -26,7 +26,7 @@ from ..protocol.types import CallToolParams
 from . import _asgi
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
 from ._http_legacy import LegacyEndpoint
-from ._interface import Dispatcher
+from ._interface import Authenticator, AuthRefusal, Dispatcher
 
 log = logging.getLogger("mcpkit.http")
 
@@ -49,7 +49,9 @@ _DISPATCH_STATUS = {
     errors.HEADER_MISMATCH: 400,
 }
 
-_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"authorization", b"last-event-id"})
+_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"authorization", b"last-event-id",
+                             b"dpop"})
+_PRM_PREFIX = "/.well-known/oauth-protected-resource"
 _FORBIDDEN = errors.MCPError(errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")
 
 
@@ -142,10 +144,17 @@ class HttpApp:
         keepalive_interval: float = 15.0,
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 1000,
+        auth: Authenticator | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
+        #: OAuth protection (``mcpkit.auth.server.ResourceServerAuth``); None: open to all.
+        self.auth = auth
+        if auth is not None and self.policy.any_host and getattr(auth, "resource", None) is None:
+            # The resource URL (the audience tokens must name) would come from the Host header,
+            # which any client sets: a token for another server could then pass.
+            raise ValueError("with allowed_hosts=['*'], give the canonical URL: ResourceServerAuth(resource=...)")
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
@@ -166,6 +175,9 @@ class HttpApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         if path != self.path and path.rstrip("/") != self.path:
+            if self.auth is not None and path.startswith(_PRM_PREFIX):
+                await self._metadata(scope, send)
+                return
             await _asgi.respond_plain(send, 404, b"Not Found")
             return
         hdrs: dict[str, str] = {}
@@ -180,11 +192,21 @@ class HttpApp:
             await _asgi.respond_error(send, 403, _FORBIDDEN)
             return
         method = scope["method"]
+        principal: Any = None
+        if self.auth is not None:
+            resource = self._resource(scope, hdrs)
+            principal = await self.auth.authenticate(method, resource, hdrs, scope.get("query_string", b""))
+            if type(principal) is AuthRefusal:
+                await self._refused(principal, method, hdrs, receive, send, resource)
+                return
         if method != "POST":
-            await self._not_post(method, hdrs, receive, send)
+            await self._not_post(method, hdrs, receive, send, principal)
             return
         body = await self._read_body(receive, send, hdrs)
         if body is None:
+            return
+        if principal is not None:
+            await self._authorized(body, hdrs, receive, send, principal, resource)
             return
         try:
             msg = codec.decode(body)
@@ -206,24 +228,25 @@ class HttpApp:
             await self._settle(routing.route_response(msg, hdrs, self.legacy), msg, send)
 
     async def _settle(self, route: routing.Accept | routing.ToSession | routing.RefuseHttp, msg: codec.Message,
-                      send: Send) -> None:
+                      send: Send, principal: Any = None) -> None:
         """Every POST route but a stateless request and a new session."""
         match route:
             case routing.Accept():
                 await _asgi.respond_empty(send, 202)
             case routing.ToSession(session_id=sid):
-                await self.legacy_endpoint.deliver(sid, msg, send)
+                await self.legacy_endpoint.deliver(sid, msg, send, principal)
             case routing.RefuseHttp():
                 await _refuse(send, route)
             case unexpected:
                 assert_never(unexpected)
 
-    async def _not_post(self, method: str, hdrs: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _not_post(self, method: str, hdrs: dict[str, str], receive: Receive, send: Send,
+                        principal: Any = None) -> None:
         match routing.route_method(method, hdrs, self.legacy):
             case routing.SessionStream(session_id=sid):
-                await self.legacy_endpoint.open_stream(sid, receive, send)
+                await self.legacy_endpoint.open_stream(sid, receive, send, principal)
             case routing.EndSession(session_id=sid):
-                await self.legacy_endpoint.end(sid, send)
+                await self.legacy_endpoint.end(sid, send, principal)
             case routing.RefuseHttp() as route:
                 await _refuse(send, route)
             case unexpected:
@@ -265,7 +288,8 @@ class HttpApp:
         await _asgi.respond_error(send, 413, errors.invalid_request(f"the request body is larger than {self.max_body} bytes"))
 
     # ------------------------------------------------------------------ requests
-    async def _request(self, req: codec.Request, hdrs: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _request(self, req: codec.Request, hdrs: dict[str, str], receive: Receive, send: Send,
+                       principal: Any = None, resource: str = "") -> None:
         server = self.server
         try:
             checked = server.check(req)
@@ -297,7 +321,13 @@ class HttpApp:
         except errors.MCPError as exc:
             await _asgi.respond_error(send, 400, exc, req.id)
             return
-        await _Exchange(self, req, checked, hdrs, receive, send).run()
+        if principal is not None:
+            assert self.auth is not None
+            refusal = self.auth.authorize(principal, server.required_scopes(req.method, p), resource)
+            if refusal is not None:
+                await _auth_refusal(send, refusal, req.id)
+                return
+        await _Exchange(self, req, checked, hdrs, receive, send, principal).run()
 
     def _header_error_first(self, req: codec.Request, hdrs: dict[str, str], exc: errors.MCPError) -> errors.MCPError:
         """A header/body disagreement outranks version and method errors (but not a missing _meta)."""
@@ -315,6 +345,92 @@ class HttpApp:
             return header_exc
         return exc
 
+    # ------------------------------------------------------------------ OAuth
+    def _resource(self, scope: Scope, hdrs: dict[str, str]) -> str:
+        """The canonical URL of this endpoint (the auth's configured one, or this request's)."""
+        assert self.auth is not None
+        root = scope.get("root_path", "")
+        path = self.path if not root or self.path.startswith(root) else root + self.path
+        return self.auth.resource_url(scope.get("scheme", "http"), hdrs.get("host"), path)
+
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        """RFC 9728 metadata at the path-inserted URL, and at the root when this app owns it."""
+        assert self.auth is not None
+        hdrs = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k in (b"host", b"origin")}
+        if not self.policy.host_ok(hdrs.get("host")):
+            await _asgi.respond_error(send, 403, _FORBIDDEN)
+            return
+        resource = self._resource(scope, hdrs)
+        from urllib.parse import urlsplit
+
+        suffix = scope["path"][len(_PRM_PREFIX):].rstrip("/")
+        own = urlsplit(resource).path.rstrip("/")
+        root_ok = suffix == "" and getattr(self.auth, "serve_root_metadata", True)
+        if suffix != own and not root_ok:
+            await _asgi.respond_plain(send, 404, b"Not Found")
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await _asgi.respond_plain(send, 405, b"Method Not Allowed")
+            return
+        await _asgi.respond_json_with(send, 200, self.auth.metadata_document(resource), [
+            (b"cache-control", b"public, max-age=3600"), (b"access-control-allow-origin", b"*")])
+
+    async def _refused(self, refusal: AuthRefusal, method: str, hdrs: dict[str, str], receive: Receive, send: Send,
+                       resource: str) -> None:
+        """A 401; for a request whose operation needs scopes of its own, the challenge names
+        them too (one authorization instead of a 401 and then a 403)."""
+        request_id = None
+        if method == "POST" and refusal.status == 401:
+            body = await self._read_body(receive, send, hdrs)
+            if body is None:
+                return  # too large: answered already
+            try:
+                msg = codec.decode(body)
+            except codec.InvalidMessage:
+                msg = None
+            if type(msg) is codec.Request:
+                assert self.auth is not None
+                request_id = msg.id
+                needed = self.server.required_scopes(msg.method, codec.params_dict(msg.params))
+                if needed:
+                    refusal = self.auth.rescope(refusal, needed, resource)
+        await _auth_refusal(send, refusal, request_id)
+
+    async def _authorized(self, body: bytes, hdrs: dict[str, str], receive: Receive, send: Send, principal: Any,
+                          resource: str) -> None:
+        """A POST from an authenticated caller (the same routes, with the caller carried along)."""
+        try:
+            msg = codec.decode(body)
+        except codec.InvalidMessage as exc:
+            await _asgi.respond_error(send, 400, exc.error, exc.id)
+            return
+        if type(msg) is codec.Request:
+            route = routing.route_request(msg, hdrs, self.legacy)
+            if isinstance(route, ServeModern):
+                await self._request(msg, hdrs, receive, send, principal, resource)
+            elif isinstance(route, OpenSession):
+                await self.legacy_endpoint.initialize(msg, send, principal)
+            elif isinstance(route, routing.ToSession):
+                assert self.auth is not None
+                needed = self.server.required_scopes(msg.method, codec.params_dict(msg.params))
+                refusal = self.auth.authorize(principal, needed, resource)
+                if refusal is not None:
+                    await _auth_refusal(send, refusal, msg.id)
+                    return
+                await self._settle(route, msg, send, principal)
+            else:
+                await self._settle(route, msg, send, principal)
+        elif type(msg) is codec.Notification:
+            await self._settle(routing.route_notification(msg, hdrs, self.legacy), msg, send, principal)
+        else:
+            assert type(msg) is codec.Response
+            await self._settle(routing.route_response(msg, hdrs, self.legacy), msg, send, principal)
+
+
+async def _auth_refusal(send: Send, refusal: AuthRefusal, request_id: Any = None) -> None:
+    extra = [(b"www-authenticate", refusal.challenge.encode("latin-1")), *refusal.headers]
+    await _asgi.respond_error(send, refusal.status, refusal.error, request_id, extra)
+
 
 async def _refuse(send: Send, route: routing.RefuseHttp) -> None:
     extra = [(b"allow", route.allow.encode())] if route.allow is not None else ()
@@ -325,10 +441,10 @@ class _Exchange(_asgi.Exchange):
     """One stateless request's answer: JSON by default, switching to SSE on the first
     notification; a client disconnect cancels the handler."""
 
-    __slots__ = ("app", "req", "checked", "receive", "sse_ok", "done", "task", "watcher", "timer")
+    __slots__ = ("app", "req", "checked", "receive", "sse_ok", "done", "task", "watcher", "timer", "principal")
 
     def __init__(self, app: HttpApp, req: codec.Request, checked: inbound.Checked, hdrs: dict[str, str],
-                 receive: Receive, send: Send) -> None:
+                 receive: Receive, send: Send, principal: Any = None) -> None:
         self.send = send  # the base's two fields, set here: no super() call on the hot path
         self.streaming = False
         self.app = app
@@ -341,6 +457,7 @@ class _Exchange(_asgi.Exchange):
         self.task: asyncio.Task[Any] | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.principal = principal
 
     def _suspended(self) -> None:
         """The handler is waiting on something: from now on a disconnect must cancel it, and a
@@ -354,7 +471,10 @@ class _Exchange(_asgi.Exchange):
 
     async def run(self) -> None:
         try:
-            reply = await OnSuspend(self.app.server.run_checked(self.req, self.checked, self._emit), self._suspended)
+            principal = self.principal
+            coro = (self.app.server.run_checked(self.req, self.checked, self._emit) if principal is None else
+                    self.app.server.run_checked(self.req, self.checked, self._emit, principal=principal.key, auth=principal))
+            reply = await OnSuspend(coro, self._suspended)
         except asyncio.CancelledError:
             if not self.done:
                 # Our own cancellation (client went away): nothing more is sent for this request.

@@ -1,0 +1,108 @@
+"""What a verifier produces and consumes: the caller (:class:`Principal`), the request facts
+it may check (:class:`TokenRequest`), the :class:`TokenVerifier` interface, and the
+exceptions that become challenges."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+#: ``rule(granted, needed) -> bool``: whether the granted scopes cover one needed scope.
+ScopeRule = Callable[[frozenset[str], str], bool]
+
+
+def exact_scopes(granted: frozenset[str], needed: str) -> bool:
+    """The default scope rule: a needed scope is covered only by itself."""
+    return needed in granted
+
+
+def hierarchical_scopes(sep: str = ":") -> ScopeRule:
+    """A scope rule where ``mcp`` covers ``mcp:tools`` and ``mcp:tools:write`` (prefix at ``sep``)."""
+
+    def rule(granted: frozenset[str], needed: str) -> bool:
+        if needed in granted:
+            return True
+        parts = needed.split(sep)
+        return any(sep.join(parts[:i]) in granted for i in range(1, len(parts)))
+
+    return rule
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The authenticated caller of one request (``ctx.auth`` in handlers).
+
+    ``key`` identifies the caller for bindings (MRTR state, tasks, legacy sessions,
+    private caches): the issuer and subject, or the client id for a token without ``sub``.
+    """
+
+    subject: str | None
+    client_id: str | None
+    scopes: frozenset[str]
+    claims: Mapping[str, Any] = field(default_factory=dict)
+    issuer: str | None = None
+    expires_at: float | None = None
+    #: The JWK SHA-256 thumbprint the token is bound to (``cnf.jkt``, RFC 9449), if any.
+    jkt: str | None = None
+    #: The scope rule of the server that authenticated it (for :meth:`allows`).
+    rule: ScopeRule = field(default=exact_scopes, repr=False, compare=False)
+    #: Lists show everything, whatever the scopes (the server's ``list_mode="all"``).
+    list_all: bool = field(default=False, repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        who = self.subject if self.subject is not None else f"client:{self.client_id}"
+        return f"{self.issuer or ''} {who}"
+
+    def allows(self, needed: Collection[str]) -> bool:
+        """Whether this caller's scopes cover every scope in ``needed``."""
+        granted = self.scopes
+        rule = self.rule
+        return all(rule(granted, s) for s in needed)
+
+    def missing(self, needed: Collection[str]) -> list[str]:
+        granted = self.scopes
+        return [s for s in needed if not self.rule(granted, s)]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRequest:
+    """The facts about one HTTP request that a verifier may check."""
+
+    #: The HTTP method (``POST``...).
+    method: str
+    #: The canonical resource URL (the MCP endpoint, including its mount path): the audience
+    #: a token must name, and the ``htu`` a DPoP proof must name.
+    resource: str
+    #: The authorization scheme the token came with (``Bearer`` or ``DPoP``), as sent.
+    scheme: str
+    #: Request headers, lower-cased names (``dpop`` included when sent).
+    headers: Mapping[str, str]
+
+
+class InvalidToken(Exception):
+    """The token is not acceptable: 401 with ``error="invalid_token"`` (or ``error`` given).
+
+    ``description`` goes into the challenge's ``error_description``: keep it generic, it
+    never contains the token.
+    """
+
+    def __init__(self, description: str = "the access token is invalid", *, error: str = "invalid_token",
+                 dpop_nonce: str | None = None) -> None:
+        super().__init__(description)
+        self.description = description
+        self.error = error
+        #: A fresh DPoP nonce to send with the answer (``use_dpop_nonce``).
+        self.dpop_nonce = dpop_nonce
+
+
+@runtime_checkable
+class TokenVerifier(Protocol):
+    """Turns an access token into a :class:`Principal`.
+
+    Return None (or raise :class:`InvalidToken`) when the token is not acceptable. The
+    verifier checks the audience against ``request.resource`` unless configured otherwise.
+    """
+
+    async def verify(self, token: str, request: TokenRequest) -> Principal | None: ...
