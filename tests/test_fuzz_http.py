@@ -1,8 +1,6 @@
 """The HTTP fuzzer (``fuzz/http_fuzz.py``) against ``mcpkit serve --http examples/demo.py``
-on a free loopback port: a few thousand hostile bodies and broken MCP headers, raw-socket
-header bombs and malformed HTTP, and three slowloris connections; no 5xx, no request without
-a response, every owed id answered once, well-formed JSON-RPC throughout, every refusal
-(406/408/415/431) a JSON-RPC error, every slowloris connection closed with 408.
+on a free loopback port: a few thousand hostile bodies and broken MCP headers; no 5xx, no
+request without a response, every owed id answered once, well-formed JSON-RPC throughout.
 
 Self-contained: the fuzzer module is loaded from its file; it starts its own server.
 """
@@ -35,10 +33,6 @@ def check(summary: dict[str, Any]) -> None:
     assert summary["unanswered"] == summary["duplicates"] == summary["unexpected"] == summary["invalid_lines"] == 0, shown
     assert summary["server_up_at_end"] and summary["tracebacks"] == 0, shown
     assert summary["owed"] > 0 and summary["statuses"].get(200, 0) > 0, shown
-    # the refusals of issue 10 (431, 415, 406, 408) are exercised, each with a JSON-RPC body
-    assert summary["raw_wrong_status"] == 0 and summary["slowloris"]["not_closed"] == 0, shown
-    assert summary["slowloris"]["closed_with_408"] == 3, shown
-    assert {406, 408, 415, 431} <= set(summary["refusals"]), shown
 
 
 def test_http_fuzz() -> None:
