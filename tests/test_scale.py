@@ -8,6 +8,7 @@ port. No fake Redis. Which worker holds a connection is read from the kernel (``
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
 
 import httpx
@@ -16,9 +17,10 @@ import pytest
 from mcpkit import Client
 from mcpkit._workers import serve_workers
 from tests.helpers.aio import run, until
-from tests.helpers.paths import DEMO
+from tests.helpers.paths import DEMO, subprocess_env
 from tests.helpers.redis import RedisServer, serving_pids, workers_argv
 from tests.helpers.servers import running_server
+from tests.helpers.wire import HttpWire
 
 NOTE = "notes://groceries"
 
@@ -78,3 +80,38 @@ def test_listen_streams_on_both_workers_get_every_update(demo_workers: str) -> N
     got, pids = run(main(), 60)
     assert len(pids) == 2, f"the listen streams should be spread over both workers, got pids {pids}"
     assert all(g == [NOTE] * saves for g in got), got
+
+
+def test_python_form_on_two_uvicorn_processes(redis: RedisServer) -> None:
+    """``Server(bus=redis.bus, task_store=..., session_store=...)`` served by plain uvicorn,
+    two processes (two machines): a listen on one hears a change made on the other, and a
+    task created on one is seen and cancelled through the other."""
+    def uvicorn(port: int) -> list[str]:
+        return [sys.executable, "-m", "uvicorn", "tests.servers.scale_app:app", "--port", str(port),
+                "--log-level", "warning", "--no-access-log"]
+
+    env = subprocess_env(SCALE_REDIS_URL=redis.url)
+    with running_server(uvicorn, env=env) as a, running_server(uvicorn, env=env) as b:
+        async def main() -> list[str]:
+            got: list[str] = []
+            async with Client(a) as listener, Client(b) as writer:
+                async def listen() -> None:
+                    async for note in listener.listen(resources=["notes://x"]):
+                        got.append(note.uri or "")
+                        return
+
+                task = asyncio.create_task(listen())
+                await until(lambda: listener.acknowledged is not None, "acknowledged")
+                await writer.call_tool("save_note", {"name": "x", "text": "1"})
+                await asyncio.wait_for(task, 10)
+            return got
+
+        assert run(main(), 30) == ["notes://x"]
+        caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        with httpx.Client(timeout=10, trust_env=False) as http:
+            wa = HttpWire(http, a, caps=caps)
+            wb = HttpWire(http, b, caps=caps)
+            task_id = wa.result("tools/call", {"name": "sleepy", "arguments": {}})["taskId"]
+            assert wb.result("tasks/get", {"taskId": task_id})["status"] == "working"
+            wb.result("tasks/cancel", {"taskId": task_id})
+            assert wa.result("tasks/get", {"taskId": task_id})["status"] == "cancelled"

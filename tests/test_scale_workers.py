@@ -210,9 +210,15 @@ def test_legacy_subscription_set_on_one_worker_pushes_on_the_stream_held_by_the_
 # ====================================================================== failures
 def test_redis_down_refuses_new_work_and_recovers(redis: RedisServer, pair: tuple[Worker, Worker]) -> None:
     a, b = pair
+    sid = legacy_post(a, init_msg()).headers["mcp-session-id"]
     redis.stop()
     try:
         time.sleep(0.3)
+        # A legacy session cannot be read: 503 with a JSON-RPC error that says why.
+        r = legacy_post(b, {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, sid)
+        assert r.status_code == 503 and "Redis" in r.json()["error"]["message"], r.text
+        r = legacy_post(b, init_msg())
+        assert r.status_code == 503 and "Redis" in r.json()["error"]["message"], r.text
         _, err = a.wire.error("tools/call", {"name": "sleepy", "arguments": {"seconds": 0.1}})
         assert err["code"] == -32603 and "Redis" in err["message"], err
         status, reply = a.wire.call("subscriptions/listen", {"notifications": {"resourceSubscriptions": ["notes://x"]}})

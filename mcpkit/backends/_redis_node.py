@@ -72,6 +72,8 @@ class RedisNode:
         self._replies: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._nonces = itertools.count(1)
         self._closed = False
+        #: When the node last came up (loop time), to give other workers time to beat again.
+        self.up_since = 0.0
 
     # ------------------------------------------------------------------ connections
     @property
@@ -129,6 +131,7 @@ class RedisNode:
                 beat = asyncio.get_running_loop().create_task(self._beat())
                 if was_up:
                     log.warning("Redis is back: serving listen streams, tasks and sessions again")
+                self.up_since = asyncio.get_running_loop().time()
                 self._up.set()
                 was_up = True
                 delay = 0.05
@@ -246,8 +249,14 @@ class RedisNode:
             self._replies.pop(nonce, None)
 
     async def alive(self, worker: str) -> bool:
-        """Whether ``worker``'s heartbeat is fresh."""
+        """Whether ``worker``'s heartbeat is fresh.
+
+        Right after this node (re)connected, every worker is presumed alive for one heartbeat
+        TTL: after a Redis restart the others need a moment to beat again.
+        """
         if worker == self.worker_id:
+            return True
+        if self.loop is not None and self.loop.time() - self.up_since < self.alive_ttl:
             return True
         try:
             return bool(await self.client.exists(self.keys.alive(worker)))
