@@ -88,11 +88,14 @@ class SessionStore(Protocol):
 class _Entry:
     """One live session: its peer, when it was last used, and its GET stream (when open)."""
 
-    __slots__ = ("peer", "last_used", "stream")
+    __slots__ = ("peer", "last_used", "stream", "owner")
 
     peer: LegacyPeer
 
-    def __init__(self) -> None:
+    def __init__(self, owner: str | None = None) -> None:
+        #: The key of the principal that opened the session (None without OAuth); kept in the
+        #: shared record beside the session's state.
+        self.owner = owner
         self.last_used = time.monotonic()
         self.stream: asyncio.Queue[bytes | None] | None = None
 
@@ -226,7 +229,7 @@ class LegacyEndpoint:
         sid = self.sessions.add(entry)
         if store is not None:
             try:
-                await store.create(sid, entry.peer.export_state(), self.idle_timeout)
+                await store.create(sid, _record(entry), self.idle_timeout)
             except errors.MCPError as exc:
                 self.sessions.remove(sid)
                 await _asgi.respond_error(send, 503, exc, req.id)
@@ -249,7 +252,7 @@ class LegacyEndpoint:
             return None
         entry = self.sessions.peek(sid)
         if entry is None or entry.peer.closed:
-            entry = _Entry()
+            entry = _Entry(state.get("owner"))
             entry.peer = self.server.open_legacy_session(send=entry.push, state=state, id_prefix=store.worker_id)
             self.sessions.put(sid, entry)
         else:
@@ -284,8 +287,8 @@ class LegacyEndpoint:
             return
         peer = entry.peer
         if type(msg) is codec.Request:
-            before = peer.export_state() if store is not None else None
-            await _serve(peer, msg, send, self._saver(sid, peer, before) if store is not None else None)
+            before = _record(entry) if store is not None else None
+            await _serve(peer, msg, send, self._saver(sid, entry, before) if store is not None else None)
             return
         if type(msg) is codec.Notification:
             peer.handle_notification(msg)  # notifications/cancelled included: the session cancels by id
@@ -295,7 +298,7 @@ class LegacyEndpoint:
                         # The request may be running on another worker.
                         await store.broadcast_cancel(sid, codec.encode_notification(msg.method, msg.params))
                     elif msg.method == "notifications/initialized":
-                        await self._save_if_changed(sid, peer, None)
+                        await self._save_if_changed(sid, entry, None)
                 except errors.MCPError as exc:
                     await _asgi.respond_error(send, 503, exc)
                     return
@@ -304,14 +307,14 @@ class LegacyEndpoint:
             peer.handle_response(msg)
         await _asgi.respond_empty(send, 202)
 
-    def _saver(self, sid: str, peer: LegacyPeer, before: dict[str, Any] | None) -> _Hook:
+    def _saver(self, sid: str, entry: _Entry, before: dict[str, Any] | None) -> _Hook:
         async def save() -> None:
-            await self._save_if_changed(sid, peer, before)
+            await self._save_if_changed(sid, entry, before)
         return save
 
-    async def _save_if_changed(self, sid: str, peer: LegacyPeer, before: dict[str, Any] | None) -> None:
+    async def _save_if_changed(self, sid: str, entry: _Entry, before: dict[str, Any] | None) -> None:
         assert self.store is not None
-        state = peer.export_state()
+        state = _record(entry)
         if state != before:
             await self.store.save(sid, state, self.idle_timeout)
 
@@ -412,6 +415,13 @@ class LegacyEndpoint:
 
 
 _Hook = Callable[[], Awaitable[None]]
+
+
+def _record(entry: _Entry) -> dict[str, Any]:
+    """A session's shared record: the session's own state and the transport's (its owner)."""
+    state = entry.peer.export_state()
+    state["owner"] = entry.owner
+    return state
 
 
 def _encode_response(msg: codec.Response) -> bytes:
