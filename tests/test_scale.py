@@ -8,7 +8,12 @@ port. No fake Redis. Which worker holds a connection is read from the kernel (``
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -115,3 +120,37 @@ def test_python_form_on_two_uvicorn_processes(redis: RedisServer) -> None:
             assert wb.result("tasks/get", {"taskId": task_id})["status"] == "working"
             wb.result("tasks/cancel", {"taskId": task_id})
             assert wa.result("tasks/get", {"taskId": task_id})["status"] == "cancelled"
+
+
+def test_a_worker_that_dies_is_replaced_and_the_port_keeps_serving(redis: RedisServer) -> None:
+    with running_server(workers_argv(DEMO, workers=2, redis_url=redis.url)) as url:
+        parent = next(p for p in _listeners_of(port_of(url)) if _children(p))
+        before = _children(parent)
+        assert len(before) == 2, before
+        os.kill(before[0], signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while True:
+            now = _children(parent)
+            if len(now) == 2 and before[0] not in now:
+                break
+            assert time.monotonic() < deadline, now
+            time.sleep(0.1)
+        for _ in range(6):  # fresh connections, spread over both workers by the kernel
+            r = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "add", "arguments": {"a": 2, "b": 3},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}},
+                headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+                         "Mcp-Method": "tools/call", "Mcp-Name": "add"}, timeout=10, trust_env=False)
+            assert r.status_code == 200 and r.json()["result"]["structuredContent"] == {"result": 5}, r.text
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
+    return [int(p) for p in out.split()]
+
+
+def _listeners_of(port: int) -> set[int]:
+    """The processes holding a listening socket on ``port`` (the supervisor and its workers)."""
+    out = subprocess.run(["ss", "-tlnpH", f"( sport = :{port} )"], capture_output=True, text=True, check=False).stdout
+    return {int(m) for m in re.findall(r"pid=(\d+)", out)}
