@@ -26,6 +26,7 @@ from tests.helpers.paths import DEMO, subprocess_env
 from tests.helpers.redis import RedisServer, serving_pids, workers_argv
 from tests.helpers.servers import running_server
 from tests.helpers.wire import HttpWire
+from tests.test_layers import _files, _imports
 
 NOTE = "notes://groceries"
 
@@ -154,3 +155,15 @@ def _listeners_of(port: int) -> set[int]:
     """The processes holding a listening socket on ``port`` (the supervisor and its workers)."""
     out = subprocess.run(["ss", "-tlnpH", f"( sport = :{port} )"], capture_output=True, text=True, check=False).stdout
     return {int(m) for m in re.findall(r"pid=(\d+)", out)}
+
+
+def test_backends_load_only_when_used_and_nothing_below_imports_them() -> None:
+    code = ("import sys, mcpkit, mcpkit.server, mcpkit.transports.http, mcpkit._workers; "
+            "from mcpkit import Server; Server('x', tasks=True); "
+            "bad = [m for m in sys.modules if m == 'redis' or m.startswith(('redis.', 'mcpkit.backends'))]; "
+            "assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    bad = [f"{path.name}:{line} imports {mod}" for sub in ("protocol", "server", "transports", "client")
+           for path in _files(sub) for mod, _typing, line in _imports(path) if mod.startswith("mcpkit.backends")]
+    assert not bad, bad
