@@ -264,6 +264,15 @@ class LegacyEndpoint:
         """A message for session ``sid``."""
         store = self.store
         rid = getattr(msg, "id", None)
+        try:
+            entry = await self._entry(sid)
+        except errors.MCPError as exc:
+            await _asgi.respond_error(send, 503, exc, rid)
+            return
+        if entry is None:
+            await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session: send initialize again"),
+                                      rid)
+            return
         if store is not None and type(msg) is codec.Response and isinstance(rid, str):
             worker = rid.rpartition(".")[0]
             if worker and worker != store.worker_id:
@@ -276,15 +285,6 @@ class LegacyEndpoint:
                     return
                 await _asgi.respond_empty(send, 202)
                 return
-        try:
-            entry = await self._entry(sid)
-        except errors.MCPError as exc:
-            await _asgi.respond_error(send, 503, exc, rid)
-            return
-        if entry is None:
-            await _asgi.respond_error(send, 404, errors.invalid_request("unknown or expired session: send initialize again"),
-                                      rid)
-            return
         peer = entry.peer
         if type(msg) is codec.Request:
             before = _record(entry) if store is not None else None
