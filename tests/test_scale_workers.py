@@ -286,3 +286,37 @@ def test_redis_restart_mid_listen_ends_the_stream_cleanly_and_a_new_listen_works
                 return
         assert time.monotonic() < deadline, first
         time.sleep(0.2)
+
+
+def test_legacy_subscriptions_made_at_once_on_two_workers_both_count(pair: tuple[Worker, Worker]) -> None:
+    """Two resources/subscribe of one session, one per worker, at the same time: both stick
+    (a save writes only what its request changed)."""
+    import concurrent.futures
+
+    a, b = pair
+    sid = legacy_post(a, init_msg()).headers["mcp-session-id"]
+    uris = [f"notes://n{i}" for i in range(6)]
+
+    def subscribe(i: int) -> int:
+        w = (a, b)[i % 2]
+        with httpx.Client(timeout=10, trust_env=False) as http:
+            r = http.post(w.url, content=json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "resources/subscribe",
+                                                     "params": {"uri": uris[i]}}).encode(),
+                          headers={**JSON_ACCEPT, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY})
+            return r.status_code
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        assert list(pool.map(subscribe, range(6))) == [200] * 6
+    headers = {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY}
+    with a.http.stream("GET", a.url, headers=headers) as stream:
+        lines = stream.iter_lines()
+        assert next(lines).startswith(":")
+        for i in range(6):
+            b.wire.result("tools/call", {"name": "save_note", "arguments": {"name": f"n{i}", "text": "x"}})
+        got = []
+        for line in lines:
+            if line.startswith("data:"):
+                got.append(json.loads(line[5:])["params"]["uri"])
+                if len(got) == 6:
+                    break
+    assert sorted(got) == uris, got

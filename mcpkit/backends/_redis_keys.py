@@ -35,6 +35,10 @@ class Keys:
     def session(self, sid: str) -> str:
         return f"{self.prefix}:session:{sid}"
 
+    def session_subs(self, sid: str) -> str:
+        """The set of URIs the session subscribed to."""
+        return f"{self.prefix}:session:{sid}:subs"
+
     @property
     def state_keys(self) -> str:
         """The shared MRTR key ring, when no keys are configured."""

@@ -39,7 +39,9 @@ _STREAM_OPEN = sse.comment("stream open")
 class SessionEvents(Protocol):
     """What a shared :class:`SessionStore` tells this worker about sessions changed elsewhere."""
 
-    def session_state(self, sid: str, state: dict[str, Any]) -> None: ...
+    def session_changed(self, sid: str, diff: dict[str, Any]) -> None:
+        """Another worker changed the session: ``diff`` holds ``fields`` (new values) and the
+        subscriptions ``added`` and ``removed``."""
 
     def session_ended(self, sid: str) -> None: ...
 
@@ -70,8 +72,9 @@ class SessionStore(Protocol):
         """The record (its idle expiry restarted), or None when unknown or expired."""
         ...
 
-    async def save(self, sid: str, state: dict[str, Any], idle_timeout: float) -> None:
-        """Store the record and tell the other workers (before returning)."""
+    async def save(self, sid: str, before: dict[str, Any] | None, after: dict[str, Any], idle_timeout: float) -> None:
+        """Store what changed from ``before`` to ``after`` (only that: concurrent changes to
+        other parts of the record survive) and tell the other workers, before returning."""
         ...
 
     async def touch(self, sid: str, idle_timeout: float) -> None: ...
@@ -291,14 +294,15 @@ class LegacyEndpoint:
             await _serve(peer, msg, send, self._saver(sid, entry, before) if store is not None else None)
             return
         if type(msg) is codec.Notification:
+            before = _record(entry) if store is not None else None
             peer.handle_notification(msg)  # notifications/cancelled included: the session cancels by id
             if store is not None:
                 try:
                     if msg.method == "notifications/cancelled":
                         # The request may be running on another worker.
                         await store.broadcast_cancel(sid, codec.encode_notification(msg.method, msg.params))
-                    elif msg.method == "notifications/initialized":
-                        await self._save_if_changed(sid, entry, None)
+                    else:
+                        await self._save_if_changed(sid, entry, before)
                 except errors.MCPError as exc:
                     await _asgi.respond_error(send, 503, exc)
                     return
@@ -316,7 +320,7 @@ class LegacyEndpoint:
         assert self.store is not None
         state = _record(entry)
         if state != before:
-            await self.store.save(sid, state, self.idle_timeout)
+            await self.store.save(sid, before, state, self.idle_timeout)
 
     # ------------------------------------------------------------------ GET / DELETE
     async def open_stream(self, sid: str, receive: Receive, send: Send) -> None:
@@ -385,10 +389,16 @@ class LegacyEndpoint:
         self.sessions.close_all()
 
     # ------------------------------------------------------------------ SessionEvents (from other workers)
-    def session_state(self, sid: str, state: dict[str, Any]) -> None:
+    def session_changed(self, sid: str, diff: dict[str, Any]) -> None:
         entry = self.sessions.peek(sid)
         if entry is not None:
+            state = entry.peer.export_state()
+            state.update(diff.get("fields") or {})
+            subs = set(state.get("subscriptions") or ()) | set(diff.get("added") or ())
+            state["subscriptions"] = sorted(subs - set(diff.get("removed") or ()))
             entry.peer.apply_state(state)
+            if "owner" in (diff.get("fields") or {}):
+                entry.owner = diff["fields"]["owner"]
 
     def session_ended(self, sid: str) -> None:
         if self.sessions.peek(sid) is not None:
