@@ -36,7 +36,8 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
 
     Raises ValueError when ``workers > 1`` without Redis (the message says why and what to do).
     ``app_options`` go to the ASGI app (``allowed_hosts``, ``session_idle_timeout``...) and
-    must be JSON-serialisable.
+    must be JSON-serialisable. A worker that dies is replaced; when they keep dying as soon
+    as they start (a broken server file), RuntimeError is raised once they are all stopped.
     """
     redis_url = redis_url or os.environ.get("MCPKIT_REDIS_URL") or None
     if workers < 1:
@@ -87,29 +88,36 @@ def listening_sockets(host: str, port: int, n: int) -> list[socket.socket]:
     return socks
 
 
+#: A worker that dies sooner than this after starting counts towards giving up.
+STARTUP_GRACE = 3.0
+
+
 class _Supervisor:
     def __init__(self, socks: list[socket.socket], config: dict[str, Any], env: dict[str, str]) -> None:
         self.socks = socks
         self.config = json.dumps(config)
         self.env = env
-        #: pid -> (process, index of its socket)
-        self.children: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
+        #: pid -> (process, index of its socket, when it started)
+        self.children: dict[int, tuple[subprocess.Popen[bytes], int, float]] = {}
         self.stopping = False
+        #: Workers in a row that died within STARTUP_GRACE of starting (a broken server file...).
+        self.early_deaths = 0
 
     def spawn(self, index: int) -> None:
         fd = self.socks[index].fileno()
         argv = [sys.executable, "-m", "mcpkit._workers", str(fd), self.config]
         # Its own session: Ctrl-C reaches the parent only, which stops the workers in order.
         proc = subprocess.Popen(argv, pass_fds=(fd,), env=self.env, start_new_session=True)
-        self.children[proc.pid] = (proc, index)
+        self.children[proc.pid] = (proc, index, time.monotonic())
 
     def stop(self, signum: int, _frame: Any) -> None:
         self.stopping = True
-        for proc, _index in self.children.values():
+        for proc, _index, _started in self.children.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
 
     def run(self) -> None:
+        failed = False
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
         for index in range(len(self.socks)):
@@ -125,15 +133,23 @@ class _Supervisor:
                 child = self.children.pop(pid, None)
                 if child is None:
                     continue
-                proc, index = child
+                proc, index, started = child
                 proc.returncode = os.waitstatus_to_exitcode(status)
-                if not self.stopping:
-                    print(f"mcpkit: worker {pid} exited ({proc.returncode}); starting another", file=sys.stderr)
-                    time.sleep(0.2)
-                    self.spawn(index)
+                if self.stopping:
+                    continue
+                self.early_deaths = self.early_deaths + 1 if time.monotonic() - started < STARTUP_GRACE else 0
+                if self.early_deaths > len(self.socks) + 1:
+                    self.stop(signal.SIGTERM, None)
+                    failed = True
+                    continue
+                print(f"mcpkit: worker {pid} exited ({proc.returncode}); starting another", file=sys.stderr)
+                time.sleep(0.2)
+                self.spawn(index)
         finally:
             for sock in set(self.socks):
                 sock.close()
+        if failed:
+            raise RuntimeError("the workers exit as soon as they start (their errors are above); not restarting them")
 
 
 def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host: str = "127.0.0.1",

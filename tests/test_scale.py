@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -167,3 +168,15 @@ def test_backends_load_only_when_used_and_nothing_below_imports_them() -> None:
     bad = [f"{path.name}:{line} imports {mod}" for sub in ("protocol", "server", "transports", "client")
            for path in _files(sub) for mod, _typing, line in _imports(path) if mod.startswith("mcpkit.backends")]
     assert not bad, bad
+
+
+def test_workers_that_cannot_start_are_not_restarted_forever(redis: RedisServer, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise SystemExit('this server file is broken')\n")
+    code = (f"from mcpkit._workers import serve_workers; "
+            f"serve_workers({str(broken)!r}, workers=2, redis_url={redis.url!r}, port=0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=subprocess_env(), check=False)
+    assert proc.returncode != 0
+    assert "this server file is broken" in proc.stderr
+    assert "exit as soon as they start" in proc.stderr, proc.stderr[-2000:]
