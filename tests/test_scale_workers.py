@@ -279,10 +279,11 @@ def test_redis_restart_mid_listen_ends_the_stream_cleanly_and_a_new_listen_works
             lines = stream.iter_lines()
             first = next((line for line in lines if line.startswith("data:")), "")
             if "acknowledged" in first:
-                a.wire.result("tools/call", {"name": "save_note", "arguments": {"name": "groceries", "text": "jam"}})
-                got = next(json.loads(line[5:]) for line in lines if line.startswith("data:"))
-                assert got["method"] == "notifications/resources/updated", got
-                assert got["params"]["uri"] == "notes://groceries", got
+                for tool in ("save_note", "save_note_blocking"):  # published on the loop, and from a thread
+                    a.wire.result("tools/call", {"name": tool, "arguments": {"name": "groceries", "text": "jam"}})
+                    got = next(json.loads(line[5:]) for line in lines if line.startswith("data:"))
+                    assert got["method"] == "notifications/resources/updated", got
+                    assert got["params"]["uri"] == "notes://groceries", got
                 return
         assert time.monotonic() < deadline, first
         time.sleep(0.2)

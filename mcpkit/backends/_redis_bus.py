@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import deque
+from typing import Any
 
 import msgspec
 from redis.exceptions import RedisError
@@ -33,6 +35,7 @@ class RedisBus:
         self.local = InMemoryBus(maxsize)
         self._pending: deque[bytes] = deque()
         self._flushing = False
+        self._sync_client: Any = None
         node.on_change = self._received
         # Changes published while the connection was down are lost: end the streams so that
         # clients re-listen (and re-read) rather than silently missing an update.
@@ -43,13 +46,25 @@ class RedisBus:
         data = _encode((change.kind, change.uri))
         try:
             asyncio.get_running_loop()
-        except RuntimeError:  # a worker thread (blocking=True handler), or no server running yet
-            node_loop = self.node.loop
-            if node_loop is None:
-                return  # nothing serves yet, so nobody listens (e.g. registrations at import)
-            node_loop.call_soon_threadsafe(self._enqueue, data)
+        except RuntimeError:
+            # Not on an event loop: registrations at import (nothing serves yet, so nobody
+            # listens here, and other workers have the same registrations), or a worker
+            # thread (a blocking=True handler), which may wait for Redis itself.
+            if threading.current_thread() is not threading.main_thread():
+                self._publish_blocking(data)
             return
         self._enqueue(data)
+
+    def _publish_blocking(self, data: bytes) -> None:
+        if self._sync_client is None:
+            import redis
+
+            self._sync_client = redis.Redis.from_url(self.node.url, socket_connect_timeout=self.node.connect_timeout,
+                                                     socket_timeout=2.0)
+        try:
+            self._sync_client.publish(self.node.keys.changes, data)
+        except RedisError as exc:
+            log.warning("dropped a change notification: Redis is unavailable (%s)", exc)
 
     def subscribe(self) -> Subscription:
         self.node.start()

@@ -52,3 +52,11 @@ async def sleepy(seconds: float = 60.0) -> str:
     """Sleeps (a long task)."""
     await asyncio.sleep(seconds)
     return f"slept {seconds:g}s in {os.getpid()}"
+
+
+@server.tool(blocking=True)
+def save_note_blocking(name: str, text: str) -> str:
+    """save_note, run in a worker thread (its notification is published from that thread)."""
+    NOTES[name] = text
+    server.notify_resource_updated(f"notes://{name}")
+    return f"saved {name}"
