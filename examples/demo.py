@@ -1,6 +1,6 @@
 """A small but real MCP server: typed tools, a resource, a resource template, a prompt and
-completions. Run it over stdio with ``python examples/demo.py``, or look at it with
-``mcpkit discover -- python examples/demo.py``."""
+completions; ``save_note`` changes a note and notifies its subscribers. Run it over stdio with
+``python examples/demo.py``, or look at it with ``mcpkit discover -- python examples/demo.py``."""
 
 from __future__ import annotations
 
@@ -68,6 +68,14 @@ def clock() -> str:
 def note(name: str) -> str:
     """A note from the notes store, by name."""
     return NOTES[name]  # a KeyError means "no such resource"
+
+
+@server.tool()
+def save_note(name: str, text: str) -> str:
+    """Save a note and tell subscribers of notes://{name} that it changed."""
+    NOTES[name] = text
+    server.notify_resource_updated(f"notes://{name}")
+    return f"saved notes://{name}"
 
 
 @server.completion(resource="notes://{name}")

@@ -81,7 +81,7 @@ def check_tour(r: dict[str, Any]) -> None:
     assert isinstance(r["d"], t.DiscoverResult)
     assert r["d"].supportedVersions == [VERSION]
     assert r["d"].meta["io.modelcontextprotocol/serverInfo"]["name"] == "mcpkit-demo"
-    assert [x.name for x in r["tools"]] == ["convert_temperature", "add", "count_down"]
+    assert [x.name for x in r["tools"]] == ["convert_temperature", "add", "count_down", "save_note"]
     assert r["called"].structuredContent == {"result": 42}
     assert r["temp"].structuredContent == {"value": 100.0, "unit": "celsius"}
     assert [x.uri for x in r["resources"]] == ["demo://clock"]

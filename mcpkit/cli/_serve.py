@@ -48,6 +48,12 @@ def parser() -> argparse.ArgumentParser:
                    help="a Host header to accept (repeatable; default: loopback names only)")
     p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
                    help="an Origin to accept, e.g. https://app.example (repeatable; default: loopback origins)")
+    scale = p.add_argument_group("several workers (--http; needs mcpkit[redis])")
+    scale.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="serve on N worker processes sharing the port (above 1 needs --redis)")
+    scale.add_argument("--redis", metavar="URL", default=os.environ.get("MCPKIT_REDIS_URL"),
+                       help="Redis for listen fan-out, tasks and legacy sessions across workers "
+                            "(default: $MCPKIT_REDIS_URL)")
     auth = p.add_argument_group("protecting the server (--http; needs mcpkit[oauth])")
     auth.add_argument("--auth-issuer", metavar="URL",
                       help="accept JWT access tokens from this authorization server (keys found via its metadata)")
@@ -135,6 +141,30 @@ def _accepts(fn: Any, name: str) -> bool:
 
 
 # ---------------------------------------------------------------- http
+def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
+    from .._workers import serve_workers
+
+    if ns.auth_issuer or ns.auth_introspect:
+        print(f"{PROG}: --auth-* with --workers/--redis is not supported yet; protect each worker with "
+              "Server(auth=...) in the server file instead", file=sys.stderr)
+        return 2
+    if ns.workers > 1 and not ns.redis:
+        from .._workers import NEEDS_REDIS
+
+        print(f"{PROG}: {NEEDS_REDIS.format(n=ns.workers)}", file=sys.stderr)
+        return 2
+    where = f"http://{_hostport(ns.host, ns.port)}{ns.path}"
+    print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
+    try:
+        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, **options)
+    except (ValueError, RuntimeError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        _stopped_line(signal.SIGINT)
+    return 0
+
+
 def _serve_http(ns: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401
@@ -145,6 +175,16 @@ def _serve_http(ns: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: Any) -> None:
         raise _Stop(signum)
 
+    if ns.workers != 1 or ns.redis:
+        if ns.workers < 1:
+            print(f"{PROG}: --workers must be at least 1", file=sys.stderr)
+            return 2
+        shared: dict[str, Any] = {"host": ns.host, "port": ns.port, "path": ns.path}
+        if ns.allowed_host:
+            shared["allowed_hosts"] = ns.allowed_host
+        if ns.allowed_origin:
+            shared["allowed_origins"] = ns.allowed_origin
+        return _serve_workers(ns, shared)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:

@@ -1,8 +1,11 @@
 """Change-notification fan-out for ``subscriptions/listen``.
 
 The server publishes :class:`Change` events; every open listen stream subscribes. The
-interface is deliberately small so a cross-process bus (e.g. Redis pub/sub, for several
-workers behind a load balancer) can replace :class:`InMemoryBus` without touching the server.
+interface is deliberately small so a cross-process bus can replace :class:`InMemoryBus`
+without touching the server: ``mcpkit.backends.redis.RedisBus`` (Redis pub/sub, for several
+workers behind a load balancer) does. A shared bus may also have an async ``ready()``, which
+raises :class:`~mcpkit.protocol.errors.MCPError` while it cannot receive changes:
+``Server.use_bus`` then awaits it before each ``subscriptions/listen`` is acknowledged.
 """
 
 from __future__ import annotations

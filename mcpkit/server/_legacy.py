@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -58,7 +58,8 @@ class LegacySession:
     """One legacy client: a stdio process, or one ``Mcp-Session-Id`` on HTTP."""
 
     def __init__(self, server: Server, *, send: SendRaw | None = None, request_timeout: float = 600.0,
-                 supported_versions: tuple[str, ...] = versions.LEGACY_VERSIONS) -> None:
+                 supported_versions: tuple[str, ...] = versions.LEGACY_VERSIONS, state: dict[str, Any] | None = None,
+                 id_prefix: str | None = None) -> None:
         self.server = server
         #: Session-level channel (stdio: stdout; HTTP: the GET stream, when one is open).
         self.send = send
@@ -73,10 +74,32 @@ class LegacySession:
         #: Requests being answered, by id (transports register them; notifications/cancelled cancels).
         self.inflight: dict[Any, asyncio.Task[Any]] = {}
         self._pending: dict[Any, asyncio.Future[Any]] = {}
-        self._ids = itertools.count(1)
+        #: Ids of our requests to the client; with a prefix (a worker's id) they say where
+        #: the answer must go when sessions are shared by several workers.
+        self._ids: Iterator[Any] = (itertools.count(1) if id_prefix is None
+                                    else (f"{id_prefix}.{n}" for n in itertools.count(1)))
         self._pump: asyncio.Task[None] | None = None
         self._sub: Subscription | None = None
         self.closed = False
+        if state is not None:
+            self.apply_state(state)
+            if self.version is not None:
+                self._start_pump()
+
+    # ------------------------------------------------------------ shared state
+    def export_state(self) -> dict[str, Any]:
+        """What this session keeps between requests, as plain data (a shared store keeps it)."""
+        return {"version": self.version, "capabilities": self.client_capabilities, "clientInfo": self.client_info,
+                "initialized": self.initialized, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions)}
+
+    def apply_state(self, state: dict[str, Any]) -> None:
+        """Take on the state of this session as another worker left it."""
+        self.version = state.get("version")
+        self.client_capabilities = state.get("capabilities") or {}
+        self.client_info = state.get("clientInfo")
+        self.initialized = bool(state.get("initialized"))
+        self.log_level = state.get("logLevel")
+        self.subscriptions = set(state.get("subscriptions") or ())
 
     # ------------------------------------------------------------ inbound
     #: Checks an ``initialize`` before any session exists for it.
@@ -221,10 +244,18 @@ class LegacySession:
 
     async def _forward(self, sub: Subscription) -> None:
         """Push every list change and subscribed resource updates, as 2025-11-25 sessions expect."""
-        async for change in sub:
-            note = notification_for(change.kind, change.uri, lists=ALL_LISTS, uris=self.subscriptions)
-            if note is not None:
-                await self.notify(*note)
+        while True:
+            async for change in sub:
+                note = notification_for(change.kind, change.uri, lists=ALL_LISTS, uris=self.subscriptions)
+                if note is not None:
+                    await self.notify(*note)
+            if self.closed:
+                return
+            # The bus ended our subscription (a shared bus lost its connection): subscribe again.
+            await asyncio.sleep(0.5)
+            if self.closed:
+                return
+            sub = self._sub = self.server.bus.subscribe()
 
     def close(self) -> None:
         self.closed = True

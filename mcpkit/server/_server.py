@@ -36,6 +36,7 @@ from ._state import KeyRing, StateSealer
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
+    from ..transports._http_legacy import SessionStore
     from ..transports._interface import Dispatcher, SendRaw
     from ._legacy import LegacySession
     from ._tasks import Tasks, TaskStore  # loaded only when tasks are enabled
@@ -89,6 +90,8 @@ class Server:
         legacy: bool = True,
         tasks: bool | TaskStore = False,
         auth: Any = None,
+        task_store: TaskStore | None = None,
+        session_store: SessionStore | None = None,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -127,7 +130,9 @@ class Server:
         self._state_ttl = state_ttl
         self._sealer: StateSealer | None = None
         #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
-        self.bus: Bus = bus if bus is not None else InMemoryBus()
+        self.bus: Bus = InMemoryBus()
+        #: Where legacy HTTP sessions live when several workers share them (None: this process).
+        self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
         self._extensions: dict[str, dict[str, Any]] = {}
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
@@ -147,8 +152,32 @@ class Server:
         #: of :meth:`http_app` and ``run("http")``. stdio is never authenticated.
         self.auth = auth
         self._method_scopes: dict[str, frozenset[str]] = {}
+        if task_store is not None:
+            tasks = task_store
         if tasks is not False and tasks is not None:
             self.enable_tasks(None if tasks is True else tasks)
+        self._bus_ready_wrapped = False
+        if bus is not None:
+            self.use_bus(bus)
+
+    def use_bus(self, bus: Bus) -> None:
+        """Fan change notifications out through ``bus`` (before serving; e.g. a Redis bus).
+
+        A bus with an async ``ready()`` (a shared one) is awaited before each
+        ``subscriptions/listen`` is acknowledged, so a listen is refused with a JSON-RPC
+        error, not left deaf, while the bus cannot receive changes.
+        """
+        self.bus = bus
+        if getattr(bus, "ready", None) is not None and not self._bus_ready_wrapped:
+            self._bus_ready_wrapped = True
+
+            async def listen_when_ready(ctx: Any, params: Any, call_next: Handler) -> Any:
+                ready = getattr(self.bus, "ready", None)
+                if ready is not None:
+                    await ready()
+                return await call_next(ctx, params)
+
+            self.wrap_method("subscriptions/listen", listen_when_ready)
 
     # ================================================================ registration
     def tool(
@@ -543,11 +572,13 @@ class Server:
             kwargs.setdefault("auth", self.auth)
         return HttpApp(self, path=path, **kwargs)
 
-    def open_legacy_session(self, *, send: SendRaw | None = None) -> LegacySession:
-        """A new 2025-11-25 session on this server (transports call this for ``initialize``)."""
+    def open_legacy_session(self, *, send: SendRaw | None = None, state: dict[str, Any] | None = None,
+                            id_prefix: str | None = None) -> LegacySession:
+        """A new 2025-11-25 session on this server (transports call this for ``initialize``);
+        ``state`` resumes one opened on another worker (a shared session store)."""
         from ._legacy import LegacySession
 
-        return LegacySession(self, send=send)
+        return LegacySession(self, send=send, state=state, id_prefix=id_prefix)
 
     # ================================================================ dispatch
     async def handle(self, req: codec.Request, emit: Emit | None = None) -> Reply:

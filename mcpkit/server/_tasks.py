@@ -106,6 +106,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     issued_keys: list[str] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    #: The worker running the handler (set by shared stores such as Redis; None in memory).
+    worker: str | None = None
 
     @property
     def expires_at(self) -> float | None:
@@ -168,6 +170,18 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def purge_expired(self, now: float) -> list[str]:
         """Delete the records whose TTL has elapsed at ``now``; return their ids."""
+
+    # A store shared by several workers also carries ``tasks/update`` answers and
+    # ``tasks/cancel`` to the worker running the handler. A store of one process needs none
+    # of this: these defaults do nothing.
+    def attach(self, tasks: Tasks) -> None:  # noqa: B027 (optional hook)
+        """Called once by the :class:`Tasks` that uses this store."""
+
+    async def relay_update(self, record: TaskRecord, responses: dict[str, Any]) -> None:  # noqa: B027
+        """Hand ``tasks/update`` answers to the worker running ``record`` (not this one)."""
+
+    async def relay_cancel(self, record: TaskRecord) -> None:  # noqa: B027
+        """Stop the handler of ``record`` (already saved as cancelled) on the worker running it."""
 
 
 class InMemoryTaskStore(TaskStore):
@@ -341,11 +355,17 @@ class Tasks:
             raise ValueError("poll_interval_ms must be a positive integer (milliseconds) or None")
         self.server = server
         self.store: TaskStore = store if store is not None else InMemoryTaskStore()
+        self.store.attach(self)
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         #: The tasks whose handlers run in this process, by id.
         self.runs: dict[str, TaskRun] = {}
         self.next_sweep = 0.0
+
+    def use_store(self, store: TaskStore) -> None:
+        """Keep records in ``store`` from now on (before serving: records already made stay behind)."""
+        self.store = store
+        store.attach(self)
 
     def install(self) -> None:
         server = self.server
@@ -472,9 +492,19 @@ class Tasks:
     async def update(self, ctx: Context, params: UpdateTaskParams) -> t.Result:
         rec = await self.lookup(ctx, params.taskId)
         run = self.runs.get(rec.task_id)
-        if run is not None and rec.status not in TERMINAL and run.deliver(params.inputResponses):
-            rec.updated_at = time.time()
-            await self.store.save(rec)
+        if rec.status in TERMINAL:
+            return t.Result()
+        if run is not None:
+            if run.deliver(params.inputResponses):
+                rec.updated_at = time.time()
+                await self.store.save(rec)
+        elif rec.worker is not None:
+            # Another worker runs the handler: check the answers here (-32602 to this caller),
+            # then the store carries them there.
+            for key, raw in params.inputResponses.items():
+                if key in rec.input_requests:
+                    _input.parse_answer(key, rec.input_requests[key], raw)
+            await self.store.relay_update(rec, params.inputResponses)
         return t.Result()
 
     async def cancel(self, ctx: Context, params: TaskParams) -> t.Result:
@@ -488,6 +518,8 @@ class Tasks:
             run = self.runs.pop(rec.task_id, None)
             if run is not None and run.runner is not None:
                 run.runner.cancel()
+            elif run is None and rec.worker is not None:
+                await self.store.relay_cancel(rec)
         return t.Result()
 
     # ------------------------------------------------------------------ expiry

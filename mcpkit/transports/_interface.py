@@ -46,6 +46,14 @@ class LegacyPeer(Protocol):
 
     def close(self) -> None: ...
 
+    def export_state(self) -> dict[str, Any]:
+        """What the session keeps between requests, as plain data (for a shared session store)."""
+        ...
+
+    def apply_state(self, state: dict[str, Any]) -> None:
+        """Take on state exported by this session's replica on another worker."""
+        ...
+
 
 class Dispatcher(Protocol):
     """The server as transports see it."""
@@ -80,8 +88,14 @@ class Dispatcher(Protocol):
         """The ``x-mcp-header`` annotations of a tool, for checking ``Mcp-Param-*`` headers."""
         ...
 
-    def open_legacy_session(self, *, send: SendRaw | None = None) -> LegacyPeer:
-        """A new legacy session; ``send`` is its session-level channel (stdio, or the GET stream)."""
+    def open_legacy_session(self, *, send: SendRaw | None = None, state: dict[str, Any] | None = None,
+                            id_prefix: str | None = None) -> LegacyPeer:
+        """A new legacy session; ``send`` is its session-level channel (stdio, or the GET stream).
+
+        ``state`` (from :meth:`LegacyPeer.export_state`) resumes a session started on another
+        worker; ``id_prefix`` makes this replica's request ids name the worker, so the
+        client's answers can be routed back to it.
+        """
         ...
 
     def close_listeners(self) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, assert_never
 
 from ..protocol import codec, errors, inbound, routing
@@ -25,7 +25,7 @@ from ..protocol.routing import OpenSession, ServeModern
 from ..protocol.types import CallToolParams
 from . import _asgi
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
-from ._http_legacy import LegacyEndpoint
+from ._http_legacy import LegacyEndpoint, SessionStore
 from ._interface import Authenticator, AuthRefusal, Dispatcher
 
 log = logging.getLogger("mcpkit.http")
@@ -145,6 +145,7 @@ class HttpApp:
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 1000,
         auth: Authenticator | None = None,
+        session_store: SessionStore | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -159,8 +160,11 @@ class HttpApp:
         self.keepalive = keepalive_interval
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
         self.legacy = server.legacy
+        if session_store is None:
+            # A server backed by a shared store (``Server(session_store=...)``) brings its own.
+            session_store = getattr(server, "session_store", None)
         self.legacy_endpoint = LegacyEndpoint(server, idle_timeout=session_idle_timeout, max_sessions=max_sessions,
-                                              keepalive=keepalive_interval)
+                                              keepalive=keepalive_interval, store=session_store)
         #: The live legacy sessions (empty when the server serves 2026-07-28 only).
         self.sessions = self.legacy_endpoint.sessions
 
@@ -526,9 +530,15 @@ def run_http_server(
     path: str = "/mcp",
     access_log: bool = False,
     log_level: str = "warning",
+    sockets: list[Any] | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
     **app_options: Any,
 ) -> None:
-    """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise)."""
+    """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise).
+
+    ``sockets``: already-listening sockets to serve (workers sharing one; then ``host`` and
+    ``port`` are not bound). ``on_shutdown`` runs after the server stopped accepting.
+    """
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover
@@ -547,5 +557,7 @@ def run_http_server(
             server.close_listeners()
             app.legacy_endpoint.close_all()
             await super().shutdown(sockets)
+            if on_shutdown is not None:
+                await on_shutdown()
 
-    _Server(config).run()
+    _Server(config).run(sockets=sockets)

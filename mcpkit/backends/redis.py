@@ -1,0 +1,85 @@
+"""Redis backends: one server on many workers and machines, behind any load balancer.
+
+::
+
+    from mcpkit.backends.redis import RedisBackend
+
+    redis = RedisBackend("redis://127.0.0.1:6379/0")
+    server = Server("notes", bus=redis.bus, tasks=redis.task_store, session_store=redis.sessions)
+    # or, for a server defined elsewhere (before it serves):  redis.install(server)
+
+- ``bus``: ``subscriptions/listen`` fan-out (and legacy session pushes) across workers,
+  over Redis pub/sub.
+- ``task_store``: task records, plus the channel that carries ``tasks/update`` answers and
+  ``tasks/cancel`` to the worker running the handler.
+- ``sessions``: legacy (2025-11-25) ``Mcp-Session-Id`` sessions, usable from any worker.
+- :func:`shared_state_keys`: one MRTR key ring for every worker, kept in Redis, when no
+  keys are configured (``MCPKIT_STATE_KEYS`` keeps them out of Redis instead).
+
+Every worker of a process gets its own :class:`RedisBackend` (one per process: it holds a
+pub/sub connection and a heartbeat). Needs ``pip install 'mcpkit[redis]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._redis_bus import RedisBus
+from ._redis_keys import Keys
+from ._redis_node import BackendUnavailable, RedisNode
+from ._redis_sessions import RedisSessionStore
+from ._redis_tasks import RedisTaskStore
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+__all__ = ["BackendUnavailable", "RedisBackend", "RedisBus", "RedisSessionStore", "RedisTaskStore", "shared_state_keys"]
+
+
+class RedisBackend:
+    """The Redis-backed parts of one worker process, sharing one connection set."""
+
+    def __init__(self, url: str, *, prefix: str = "mcpkit", worker_id: str | None = None,
+                 heartbeat: float = 1.0, alive_ttl: float = 5.0) -> None:
+        self.node = RedisNode(url, prefix=prefix, worker_id=worker_id, heartbeat=heartbeat, alive_ttl=alive_ttl)
+        self.bus = RedisBus(self.node)
+        self.task_store = RedisTaskStore(self.node)
+        self.sessions = RedisSessionStore(self.node)
+
+    @property
+    def worker_id(self) -> str:
+        return self.node.worker_id
+
+    def install(self, server: Server) -> None:
+        """Back an already-built server with Redis (call before it serves)."""
+        server.use_bus(self.bus)
+        if server.tasks is not None:
+            server.tasks.use_store(self.task_store)
+        server.session_store = self.sessions
+
+    async def start(self) -> None:
+        """Connect now (optional: every part connects on first use)."""
+        await self.node.ensure("startup", timeout=5.0)
+
+    async def aclose(self) -> None:
+        await self.node.aclose()
+
+
+def shared_state_keys(url: str, *, prefix: str = "mcpkit", timeout: float = 5.0) -> list[str]:
+    """The MRTR key ring every worker shares: read from Redis, created there on first use.
+
+    Anyone who can read this Redis can mint ``requestState``; configure ``state_keys`` /
+    ``MCPKIT_STATE_KEYS`` instead to keep the keys out of it.
+    """
+    import secrets
+
+    import redis
+
+    key = Keys(prefix).state_keys
+    client: Any = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        client.set(key, secrets.token_hex(32), nx=True)
+        value = client.get(key)
+    finally:
+        client.close()
+    return [k for k in value.decode().split(",") if k]

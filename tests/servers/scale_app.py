@@ -1,0 +1,39 @@
+"""The README's Python form of a Redis-backed server, as an ASGI app for any ASGI server:
+``uvicorn tests.servers.scale_app:app`` with ``SCALE_REDIS_URL`` set (tests/test_scale.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from mcpkit import Server
+from mcpkit.backends.redis import RedisBackend
+
+redis = RedisBackend(os.environ["SCALE_REDIS_URL"])  # one per process
+server = Server("scale-app", "1.0.0", bus=redis.bus, task_store=redis.task_store, session_store=redis.sessions,
+                state_keys=["a-test-secret-shared-by-every-worker"])
+
+
+@server.tool()
+def whoami() -> int:
+    return os.getpid()
+
+
+@server.tool()
+def save_note(name: str, text: str) -> str:
+    server.notify_resource_updated(f"notes://{name}")
+    return f"saved {name}"
+
+
+@server.resource("notes://{name}")
+def note(name: str) -> str:
+    return name
+
+
+@server.tool(task="optional")
+async def sleepy(seconds: float = 30.0) -> str:
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+app = server.http_app()
