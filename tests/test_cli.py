@@ -150,7 +150,7 @@ def test_json_has_the_discover_result_the_era_and_the_lists(demo):
     msgspec.convert(printed["discover"], t.DiscoverResult)
     direct = demo.ask(request("cli", "server/discover"))["result"]
     assert printed["discover"] == direct
-    assert {tool["name"] for tool in printed["tools"]} == {"convert_temperature", "add", "count_down"}
+    assert {tool["name"] for tool in printed["tools"]} == {"convert_temperature", "add", "count_down", "save_note"}
     add = next(tool for tool in printed["tools"] if tool["name"] == "add")
     assert set(add["inputSchema"]["properties"]) == {"a", "b"}
     assert [r["uri"] for r in printed["resources"]] == ["demo://clock"]
@@ -177,7 +177,7 @@ def test_discover_over_http_by_url():
         proc = mcpkit("discover", "--json", srv.url)
     assert proc.returncode == 0, proc.stderr
     printed = json.loads(proc.stdout)
-    assert printed["era"] == "dual" and len(printed["tools"]) == 3
+    assert printed["era"] == "dual" and len(printed["tools"]) == 4
 
 
 # ====================================================================== discover failures

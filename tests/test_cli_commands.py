@@ -90,7 +90,7 @@ def test_args_json_for_nested_input(tmp_path):
 def test_unknown_tool_names_the_tools():
     proc = mcpkit("call", "nope", *STDIO)
     assert proc.returncode == 1
-    assert "nope: no such tool (the server's tools: add, convert_temperature, count_down)" in proc.stderr
+    assert "nope: no such tool (the server's tools: add, convert_temperature, count_down, save_note)" in proc.stderr
 
 
 def test_is_error_result_exits_non_zero_in_one_line():
@@ -151,14 +151,14 @@ def test_list_tools_shows_arguments():
 def test_list_everything_by_default():
     proc = mcpkit("list", DEMO)
     assert proc.returncode == 0, proc.stderr
-    for header in ("Tools (3):", "Resources (1):", "Resource templates (1):", "Prompts (1):"):
+    for header in ("Tools (4):", "Resources (1):", "Resource templates (1):", "Prompts (1):"):
         assert header in proc.stdout
     assert "summarize(name, style?)" in proc.stdout
     assert "notes://{name}  [text/plain]" in proc.stdout
 
 
 @pytest.mark.parametrize("kind,key,expected", [
-    ("tools", "tools", {"add", "convert_temperature", "count_down"}),
+    ("tools", "tools", {"add", "convert_temperature", "count_down", "save_note"}),
     ("resources", "resources", {"demo://clock"}),
     ("templates", "resourceTemplates", {"notes://{name}"}),
     ("prompts", "prompts", {"summarize"}),
@@ -227,7 +227,7 @@ def test_scan_json_reports_eras_counts_and_errors(tmp_path):
     assert proc.returncode == 1  # one server failed
     rows = {r["name"]: r for r in json.loads(proc.stdout)["servers"]}
     assert [rows[n]["era"] for n in ("demo", "everything", "missing", "demo-http")] == ["dual", "legacy", None, "dual"]
-    assert rows["demo"]["tools"] == 3 and rows["demo-http"]["tools"] == 3
+    assert rows["demo"]["tools"] == 4 and rows["demo-http"]["tools"] == 4
     assert rows["everything"]["tools"] > 5
     assert rows["missing"]["error"] and "no-such-mcp-server-command-for-tests" in rows["missing"]["error"]
     assert all(rows[n]["error"] is None for n in ("demo", "everything", "demo-http"))
@@ -272,7 +272,7 @@ def test_scan_reports_auth(tmp_path):
         srv.stop()
     rows = {r["name"]: r for r in json.loads(proc.stdout)["servers"]}
     assert rows["locked"]["auth"] is True and "401" in rows["locked"]["error"]
-    assert rows["unlocked"]["error"] is None and rows["unlocked"]["tools"] == 3
+    assert rows["unlocked"]["error"] is None and rows["unlocked"]["tools"] == 4
 
 
 def test_scan_finds_the_host_configs(tmp_path):
