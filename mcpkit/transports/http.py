@@ -23,7 +23,7 @@ from ..protocol import codec, errors, inbound, routing
 from ..protocol import headers as H
 from ..protocol.routing import OpenSession, ServeModern
 from ..protocol.types import CallToolParams
-from . import _asgi
+from . import _asgi, _limits
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
 from ._http_legacy import LegacyEndpoint
 from ._interface import Dispatcher
@@ -49,7 +49,8 @@ _DISPATCH_STATUS = {
     errors.HEADER_MISMATCH: 400,
 }
 
-_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"authorization", b"last-event-id"})
+_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"content-type", b"authorization",
+                             b"last-event-id"})
 _FORBIDDEN = errors.MCPError(errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")
 
 
@@ -180,6 +181,10 @@ class HttpApp:
             await _asgi.respond_error(send, 403, _FORBIDDEN)
             return
         method = scope["method"]
+        refused = _limits.check_post(hdrs) if method == "POST" else _limits.check_get(hdrs) if method == "GET" else None
+        if refused is not None:  # Content-Type (415) and Accept (406)
+            await _asgi.respond_error(send, *refused)
+            return
         if method != "POST":
             await self._not_post(method, hdrs, receive, send)
             return
@@ -408,18 +413,26 @@ def run_http_server(
     log_level: str = "warning",
     **app_options: Any,
 ) -> None:
-    """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise)."""
+    """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise).
+
+    ``app_options`` are :class:`HttpApp`'s (``allowed_hosts``, ``max_body_bytes``...) and the
+    limits of :class:`mcpkit.transports._limits.Limits`: ``max_header_bytes``, ``max_headers``,
+    ``request_timeout``, ``keep_alive_timeout``, ``max_connections``, ``max_inflight``,
+    ``retry_after`` (see the README's "Limits").
+    """
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover
         raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from exc
     if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
+    limits = _limits.Limits.pop_from(app_options)
     app = HttpApp(server, path=path, **app_options)
     # proxy_headers off: mcpkit reads neither the client address nor the scheme, so the
     # X-Forwarded-* rewrite would be work for nothing on every request.
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
-                            server_header=False, date_header=False, proxy_headers=False)
+                            server_header=False, date_header=False, proxy_headers=False,
+                            **_limits.uvicorn_options(limits))
 
     class _Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
