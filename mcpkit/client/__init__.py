@@ -5,9 +5,10 @@ from ._auth import Auth, BearerAuth, OutgoingRequest
 from ._client import Client
 from ._era import EraCache
 from ._listen import Notification
+from ._restart import Recovery, RequestNotRetried
 from ._transport import Capabilities, ClientTransport, Response
 
 __all__ = [
     "Auth", "BearerAuth", "Capabilities", "Client", "ClientTransport", "EraCache", "HttpStatusError", "Notification",
-    "OutgoingRequest", "ProtocolError", "Response", "TransportClosed", "TransportError",
+    "OutgoingRequest", "ProtocolError", "Recovery", "RequestNotRetried", "Response", "TransportClosed", "TransportError",
 ]
