@@ -106,7 +106,7 @@ class Limits:
     max_header_bytes: the request line plus all headers (431 above it).
     max_headers: the number of header fields (431 above it).
     request_timeout: seconds from a request's first byte (or the connection's opening) until
-        its headers and body are complete (408, then close).
+        its headers and body are complete (408, then close; checked once a second).
     keep_alive_timeout: seconds an idle keep-alive connection is kept.
     max_connections: open connections per process; a request on a connection above it gets 503.
     max_inflight: requests being handled per process; more get 503 with ``Retry-After``.
@@ -157,8 +157,35 @@ def busy_app(retry_after: int) -> Any:
     return app
 
 
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
 class _Refused(Exception):
     """Raised from a parser callback to stop parsing a request that breaks a limit."""
+
+
+class _Sweeper:
+    """Once a second, asks every open connection whether its pending request is late; runs
+    while there are connections."""
+
+    def __init__(self) -> None:
+        self.running = False
+
+    def start(self, loop: asyncio.AbstractEventLoop, connections: set[Any]) -> None:
+        if not self.running:
+            self.running = True
+            loop.call_later(1.0, self._sweep, loop, connections)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop, connections: set[Any]) -> None:
+        now = loop.time()
+        for conn in list(connections):
+            expire = getattr(conn, "expire_if_late", None)
+            if expire is not None:
+                expire(now)
+        if connections:
+            loop.call_later(1.0, self._sweep, loop, connections)
+        else:
+            self.running = False
 
 
 def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
@@ -176,37 +203,53 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
     max_conn = limits.max_connections
     max_inflight = limits.max_inflight
     busy = busy_app(limits.retry_after)
+    _sweeper = _Sweeper()
     too_large = errors.invalid_request("Request Header Fields Too Large")
     timeout_error = errors.invalid_request("Request Timeout: the request's headers and body were not received in time")
     bad_http = errors.parse_error("Invalid HTTP request")
 
     class LimitedHttpTools(HttpToolsProtocol):
-        """Counts header bytes as they arrive (so a huge header never accumulates), arms the
-        request deadline, and keeps a half-closed connection open until its answer is sent."""
+        """Counts header bytes as they arrive (so a huge header never accumulates), checks each
+        request's deadline (one sweep a second over the open connections: a request costs a
+        clock read, no timer), and keeps a half-closed connection open until its answer is sent."""
 
         _in_head = True  # between a request's first byte (or the connection's start) and its headers' end
         _head_bytes = 0  # bytes received while in the head (a cheap upper bound of the head's size)
-        _fields = 0
-        _timer: asyncio.TimerHandle | None = None
+        _deadline = 0.0  # loop time by which the current request must be complete (0: none pending)
         _eof = False
 
         # -------------------------------------------------------------- connection
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
+            if deadline is not None:
+                self._deadline = self.loop.time() + deadline
+                _sweeper.start(self.loop, self.connections)
 
         def eof_received(self) -> bool | None:  # type: ignore[override]
-            """A half-close: keep the socket open for the answer if a complete request is being handled."""
+            """The client closed its side. A half-close (``shutdown(SHUT_WR)``) and a full close
+            look the same here, so a complete request being handled keeps the socket open and
+            the server probes: it writes an interim ``100 Continue`` (which HTTP/1.1 clients must
+            accept and skip), now and then again; a client that is gone answers with a reset,
+            the next write fails, and the handler is cancelled as on any disconnect. A client
+            that only half-closed gets its answer, and then the connection is closed.
+
+            Once the response has started (an event stream) nothing can be interleaved, so an
+            EOF then is taken as a disconnect, as before."""
             cycle = self.cycle
-            if cycle is not None and not cycle.response_complete and not cycle.more_body and not self._in_head:
+            if (cycle is not None and not cycle.response_started and not cycle.response_complete
+                    and not cycle.more_body and not self._in_head):
                 self._eof = True
                 cycle.keep_alive = False
+                self._probe(0.2)
                 return True
             return None  # nothing to answer: the transport closes
+
+        def _probe(self, wait: float) -> None:
+            cycle = self.cycle
+            if self.transport.is_closing() or cycle is None or cycle.response_started or cycle.response_complete:
+                return
+            self.transport.write(_CONTINUE)
+            self.loop.call_later(wait, self._probe, min(wait * 2, 5.0))
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -214,19 +257,11 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
                 self.transport.close()
 
         # -------------------------------------------------------------- deadline
-        def _arm(self) -> None:
-            if deadline is not None and self._timer is None:
-                self._timer = self.loop.call_later(deadline, self._expired)
-
-        def _disarm(self) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-
-        def _expired(self) -> None:
-            self._timer = None
-            if self.transport.is_closing():
+        def expire_if_late(self, now: float) -> None:
+            """Called by the sweeper: 408 and close when the pending request is late."""
+            if not self._deadline or now < self._deadline or self.transport.is_closing():
                 return
+            self._deadline = 0.0
             cycle = self.cycle
             if cycle is None or not cycle.response_started:
                 log.info("closing a connection whose request was not received within %ss", deadline)
@@ -260,7 +295,7 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
                 self._refuse(431, too_large)  # an unfinished head already over the limit
 
         def _refuse(self, status: int, error: errors.MCPError) -> None:
-            self._disarm()
+            self._deadline = 0.0
             if not self.transport.is_closing():
                 self.transport.write(refusal(status, error))
                 self.transport.close()
@@ -271,21 +306,12 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._in_head = True
-            self._fields = 0
-            self._arm()
-
-        def on_url(self, url: bytes) -> None:
-            super().on_url(url)
-            if max_bytes is not None and len(self.url) > max_bytes:
-                raise _Refused
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            super().on_header(name, value)
-            self._fields += 1
-            if max_count is not None and self._fields > max_count:
-                raise _Refused
+            if deadline is not None and not self._deadline:
+                self._deadline = self.loop.time() + deadline
 
         def on_headers_complete(self) -> None:
+            if max_count is not None and len(self.headers) > max_count:
+                raise _Refused
             if max_bytes is not None and self._head_bytes > max_bytes:
                 # The bytes received may include body bytes: count the head exactly (rarely reached).
                 size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
@@ -307,7 +333,7 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
                 super().on_headers_complete()
 
         def on_message_complete(self) -> None:
-            self._disarm()
+            self._deadline = 0.0
             super().on_message_complete()
 
     return LimitedHttpTools
