@@ -252,3 +252,36 @@ def test_accepts() -> None:
     assert _limits.accepts("text/*", "text/event-stream")
     assert not _limits.accepts("text/event-stream;q=0", "text/event-stream")
     assert _limits.accepts("application/json;q=oops", "application/json")
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for ln in f:
+            if ln.startswith("VmRSS:"):
+                return int(ln.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_64_mib_header_does_not_grow_rss() -> None:
+    from tests.helpers.servers import ServerProcess
+
+    srv = ServerProcess(_limited())
+    try:
+        assert srv.wait_ready(), srv.output()
+        _ok(srv.url)
+        before = _rss_kib(srv.proc.pid)
+        s = _connect(srv.url)
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
+        try:
+            for _ in range(1024):  # 64 MiB
+                s.sendall(b"a" * 65536)
+        except OSError:
+            pass
+        time.sleep(0.5)
+        grown = _rss_kib(srv.proc.pid) - before  # measured while the connection is still open
+        s.close()
+        _ok(srv.url)
+        assert grown < 8 * 1024, f"RSS grew by {grown} KiB"
+    finally:
+        srv.stop()
