@@ -181,7 +181,8 @@ class HttpApp:
             await _asgi.respond_error(send, 403, _FORBIDDEN)
             return
         method = scope["method"]
-        refused = _limits.check_post(hdrs) if method == "POST" else _limits.check_get(hdrs) if method == "GET" else None
+        refused = (_limits.check_post(hdrs) if method == "POST"
+                   else _limits.check_get(hdrs) if method == "GET" and self.legacy else None)
         if refused is not None:  # Content-Type (415) and Accept (406)
             await _asgi.respond_error(send, *refused)
             return
