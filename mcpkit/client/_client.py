@@ -40,7 +40,7 @@ from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
 from ._era import DEFAULT_ERA_CACHE, EraCache, era_key
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, legacy_stream, modern_stream, subscription_filter
-from ._restart import Recoverer, Recovery
+from ._restart import Recoverer, Recovery, resend
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
 if TYPE_CHECKING:
@@ -413,7 +413,7 @@ class Client:
         else:
             call = self.transport.request(rid, req.method, body, req.on_note)
         if self._recoverer.policy.stdio_restart or self._recoverer.policy.http_retry:
-            call = self._recoverer.send(self, req.method, body, _resend(call, self.transport, rid, req.method, body,
+            call = self._recoverer.send(self, req.method, body, resend(call, self.transport, rid, req.method, body,
                                                                         req.on_note, req.headers))
         try:
             resp: Response | codec.Response = await (call if limit == _INF else asyncio.wait_for(call, limit))
@@ -615,22 +615,6 @@ class Client:
 
     def _acknowledge(self, notifications: dict[str, Any]) -> None:
         self.acknowledged = notifications
-
-
-def _resend(first: Awaitable[Any], transport: ClientTransport, rid: Any, method: str, body: dict[str, Any],
-            on_note: OnNote | None, headers: Mapping[str, str] | None) -> Callable[[], Awaitable[Any]]:
-    """The send of one request for the recovery layer: ``first`` (already made), then fresh ones."""
-    calls = iter([first])
-
-    def send() -> Awaitable[Any]:
-        made = next(calls, None)
-        if made is not None:
-            return made
-        if headers:
-            return transport.request(rid, method, body, on_note, headers=headers)
-        return transport.request(rid, method, body, on_note)
-
-    return send
 
 
 def _note_router(progress: ProgressCallback | None, on_log: LogCallback | None, other: OnNote | None) -> OnNote:

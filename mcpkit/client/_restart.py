@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TransportClosed, TransportError
-from ._transport import NoAnswer
+from ._transport import ClientTransport, NoAnswer, OnNote
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -71,6 +71,22 @@ class Recovery:
 
 
 Send = Callable[[], Awaitable[Any]]
+
+
+def resend(first: Awaitable[Any], transport: ClientTransport, rid: Any, method: str, body: dict[str, Any],
+            on_note: OnNote | None, headers: Mapping[str, str] | None) -> Callable[[], Awaitable[Any]]:
+    """The send of one request for the recovery layer: ``first`` (already made), then fresh ones."""
+    calls = iter([first])
+
+    def send() -> Awaitable[Any]:
+        made = next(calls, None)
+        if made is not None:
+            return made
+        if headers:
+            return transport.request(rid, method, body, on_note, headers=headers)
+        return transport.request(rid, method, body, on_note)
+
+    return send
 
 
 class Recoverer:
