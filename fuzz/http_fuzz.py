@@ -8,11 +8,18 @@ frames (``fuzz/_frames.py``; no listen streams); headers are mirrored from the b
 a share of the cases, broken: missing, wrong, duplicated, non-ASCII, bad Base64 sentinels,
 odd Accept and Content-Type values. A few cases use other HTTP methods and paths.
 
-Checked: no 5xx; every POST gets a response (no reset, no timeout); JSON bodies and SSE
-events are well-formed JSON-RPC; a frame owed an answer gets it, with its id, exactly once;
-202 only for frames owed nothing; the server process is still up at the end. Not fuzzed
-(left to the transport work in progress): oversized header blocks, Content-Type rules, Host
-and Origin. Exit status 0 when all hold; the last line printed is a JSON summary.
+Raw-socket cases (a share ``--raw``) send what httpx will not: header blocks over the size
+limit, too many header fields, malformed HTTP; each must be refused (431 or 400) with a
+JSON-RPC body. ``--slow N`` slowloris connections (a body shorter than its Content-Length,
+headers that never end, silence) are opened first and must each get 408 and be closed by the
+server before the run ends (the default deadline is 20 s).
+
+Checked: no 5xx but the deliberate 503 (with ``Retry-After``, counted apart); every POST gets
+a response (no reset, no timeout); JSON bodies and SSE events are well-formed JSON-RPC; a
+frame owed an answer gets it, with its id, exactly once, unless the request was refused before
+its body was read (406, 408, 413, 415, 431, 503: the refusals are counted by status); 202 only
+for frames owed nothing; the server process is still up at the end. Not fuzzed: Host and
+Origin. Exit status 0 when all hold; the last line printed is a JSON summary.
 """
 
 from __future__ import annotations
@@ -103,7 +110,9 @@ def break_headers(hdrs: list[tuple[bytes, bytes]], rng: random.Random) -> list[t
         name = rng.choice(names)
         value = rng.choice([b"", b" ", b"tools/call", b"TOOLS/LIST", VERSION.encode(), b"2025-11-25", b"1999-01-01",
                             b"=?base64?!!!?=", b"=?base64?/w==?=", b"=?base64?Z3JlZXQ=?=", b"caf\xc3\xa9", b"\xff\xfe",
-                            b"a\tb", b"x" * 4000, b"text/plain", b"*/*", b"text/event-stream", b"application/json; q=0"])
+                            b"a\tb", b"x" * 4000, b"text/plain", b"*/*", b"text/event-stream", b"application/json; q=0",
+                            b"text/html", b"application/x-www-form-urlencoded", b"application/json; charset=utf-8",
+                            b"application/*;q=0, */*"])
         if op == 0:
             hdrs = [h for h in hdrs if h[0] != name]
         elif op in (1, 2, 3):
@@ -133,8 +142,83 @@ def parse_body(ledger: Ledger, resp: httpx.Response) -> list[Any]:
     return []
 
 
+#: Statuses that refuse a request before its body is read (no id can be known): owed answers are excused.
+REFUSALS = (406, 408, 413, 415, 431, 503)
+
+
+def _raw_exchange(url: str, data: bytes, *, timeout: float = 10.0) -> tuple[int | None, dict[str, str], bytes, bool]:
+    """Send ``data`` on a fresh socket; (status, headers, body, closed by the server)."""
+    u = httpx.URL(url)
+    with socket.create_connection((u.host, u.port), timeout=timeout) as s:
+        with contextlib.suppress(OSError):
+            s.sendall(data)
+        return _read_response(s, timeout)
+
+
+def _read_response(s: socket.socket, timeout: float) -> tuple[int | None, dict[str, str], bytes, bool]:
+    s.settimeout(timeout)
+    buf = b""
+    closed = False
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            buf += chunk
+    except (TimeoutError, ConnectionResetError):
+        closed = closed or False
+    head, _, body = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        status: int | None = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        status = None
+    hdrs = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return status, hdrs, body, closed
+
+
+def raw_case(rng: random.Random, url: str) -> tuple[str, bytes, tuple[int, ...]]:
+    """(kind, request bytes, acceptable statuses) of a request httpx would not send."""
+    u = httpx.URL(url)
+    head = f"POST {u.raw_path.decode()} HTTP/1.1\r\nHost: {u.host}:{u.port}\r\nContent-Type: application/json\r\n"
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    end = f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+    kind = rng.choice(["huge-header", "many-headers", "huge-url", "bad-http", "bad-length"])
+    if kind == "huge-header":
+        return kind, head.encode() + b"X-Big: " + b"a" * rng.choice([70_000, 1_000_000, 8_000_000]) + b"\r\n" + end, (431,)
+    if kind == "many-headers":
+        extra = "".join(f"X-H{i}: v\r\n" for i in range(rng.choice([150, 1000, 5000])))
+        return kind, head.encode() + extra.encode() + end, (431,)
+    if kind == "huge-url":
+        return kind, b"POST /mcp?" + b"q" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n" + end, (431,)
+    if kind == "bad-http":
+        return kind, rng.choice([b"POST /mcp HTTP/1.1\r\nHost\r\n\r\n", b"\x00\x01\x02 garbage\r\n\r\n",
+                                 b"POST /mcp HTTP/9.9\r\n\r\n"]), (400, 505)
+    return kind, head.encode() + b"Content-Length: 12x\r\n\r\n" + body, (400,)
+
+
+def open_slowloris(url: str, n: int) -> list[tuple[str, socket.socket]]:
+    u = httpx.URL(url)
+    out = []
+    for i in range(n):
+        s = socket.create_connection((u.host, u.port), timeout=10)
+        kind = ["short-body", "endless-headers", "silent"][i % 3]
+        if kind == "short-body":
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: {u.host}:{u.port}\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: 100\r\n\r\n{{\"jsonrpc\"".encode())
+        elif kind == "endless-headers":
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: {u.host}:{u.port}\r\nX-A: 1\r\n".encode())
+        out.append((kind, s))
+    return out
+
+
 def run(cases: int = 3000, seed: int = 1, url: str | None = None, *, script: Path | None = None,
-        big: bool = True, headers: float = 0.3, legacy: float = 0.0, verbose: bool = False) -> dict[str, Any]:
+        big: bool = True, headers: float = 0.3, legacy: float = 0.0, verbose: bool = False,
+        raw: float = 0.01, slow: int = 3) -> dict[str, Any]:
     """Run one session against ``url`` (or a server started here); returns the summary.
 
     ``legacy``: the share of requests sent inside a 2025-11-25 session (opened first with
@@ -142,7 +226,8 @@ def run(cases: int = 3000, seed: int = 1, url: str | None = None, *, script: Pat
     """
     if url is None:
         with http_server(script or ROOT / "examples" / "demo.py") as (started_url, proc, err):
-            summary = _run(cases, seed, started_url, big=big, headers=headers, legacy=legacy, verbose=verbose)
+            summary = _run(cases, seed, started_url, big=big, headers=headers, legacy=legacy, verbose=verbose,
+                           raw=raw, slow=slow)
             summary["server_up_at_end"] = proc.poll() is None
             err.seek(0)
             text = err.read().decode("utf-8", "replace")
@@ -151,7 +236,7 @@ def run(cases: int = 3000, seed: int = 1, url: str | None = None, *, script: Pat
                 summary.setdefault("examples", {})["stderr_tail"] = text[-3000:]
             summary["ok"] = summary["ok"] and summary["server_up_at_end"] and summary["tracebacks"] == 0
             return summary
-    return _run(cases, seed, url, big=big, headers=headers, legacy=legacy, verbose=verbose)
+    return _run(cases, seed, url, big=big, headers=headers, legacy=legacy, verbose=verbose, raw=raw, slow=slow)
 
 
 LEGACY_INIT = {"jsonrpc": "2.0", "id": "legacy-init", "method": "initialize",
@@ -169,7 +254,21 @@ def _open_legacy_session(client: httpx.Client, url: str) -> str:
     return sid
 
 
-def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: float, verbose: bool) -> dict[str, Any]:
+def _check_refusal(ledger: Ledger, what: str, status: int | None, hdrs: dict[str, str], body: bytes) -> None:
+    """A refusal must be a JSON-RPC error in an application/json body."""
+    if not hdrs.get("content-type", "").startswith("application/json"):
+        ledger.invalid.append(f"{what}: HTTP {status} with content-type {hdrs.get('content-type')!r}: {body[:200]!r}")
+        return
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    if not (isinstance(doc, dict) and doc.get("jsonrpc") == "2.0" and isinstance(doc.get("error"), dict)):
+        ledger.invalid.append(f"{what}: HTTP {status} without a JSON-RPC error body: {body[:200]!r}")
+
+
+def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: float, verbose: bool,
+         raw: float = 0.0, slow: int = 0) -> dict[str, Any]:
     gen = FrameGen(seed, big=big, listen=False)
     rng = random.Random(seed ^ 0x5EED)
     ledger = Ledger()
@@ -180,11 +279,28 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
     frames_by_id: dict[str, tuple[str, bytes, Any]] = {}
     kinds: dict[str, int] = {}
     refused_by_client = 0
+    refusals: dict[int, int] = {}
+    deliberate_503 = 0
+    raw_kinds: dict[str, int] = {}
+    raw_wrong: list[str] = []
     started = time.monotonic()
+    slowloris = open_slowloris(url, slow)
     base = url.rsplit("/mcp", 1)[0]
     with httpx.Client(timeout=30.0) as client:
         session = _open_legacy_session(client, url) if legacy > 0 else None
         for i in range(cases):
+            if raw and rng.random() < raw:
+                rkind, data, wanted = raw_case(rng, url)
+                raw_kinds[rkind] = raw_kinds.get(rkind, 0) + 1
+                status, rh, rbody, _closed = _raw_exchange(url, data)
+                statuses[status or 0] = statuses.get(status or 0, 0) + 1
+                if status in REFUSALS:
+                    refusals[status] = refusals.get(status, 0) + 1
+                if status not in wanted:
+                    raw_wrong.append(f"{rkind}: HTTP {status}, wanted {wanted}: {rbody[:200]!r}")
+                else:
+                    _check_refusal(ledger, rkind, status, rh, rbody)
+                continue
             case = gen.case()
             kinds[case.kind] = kinds.get(case.kind, 0) + 1
             if session is not None and rng.random() < legacy:
@@ -219,6 +335,14 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
                 no_response.append(f"{type(exc).__name__}: {case.kind}: {case.data[:200]!r}")
                 continue
             statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
+            if resp.status_code in REFUSALS:
+                refusals[resp.status_code] = refusals.get(resp.status_code, 0) + 1
+            if resp.status_code == 503 and resp.headers.get("retry-after"):
+                deliberate_503 += 1  # the in-flight cap: deliberate, not a failure
+                _check_refusal(ledger, "503", 503, dict(resp.headers), resp.content)
+                if owed_here:
+                    _forget(ledger, e)
+                continue
             if resp.status_code >= 500:
                 server_errors.append({"status": resp.status_code, "kind": case.kind, "method": method, "target": target,
                                       "headers": [(n.decode("latin-1"), v.decode("latin-1")[:100]) for n, v in hdrs],
@@ -227,8 +351,11 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
                 continue
             if not owed_here:
                 continue
-            if resp.status_code == 413 and e.owed is not _MISSING:
-                ledger.excused.add(key(e.owed))  # refused unread, by size: no id can be known
+            if resp.status_code in REFUSALS and e.owed is not _MISSING:
+                ledger.excused.add(key(e.owed))  # refused unread (size, media types): no id can be known
+            if resp.status_code in REFUSALS:
+                _check_refusal(ledger, case.kind, resp.status_code, dict(resp.headers), resp.content)
+                continue
             if resp.status_code == 202:
                 if resp.content:
                     ledger.invalid.append(f"202 with a body: {resp.content[:200]!r}")
@@ -246,16 +373,34 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
                                                 "mcp-protocol-version": "2025-11-25"})
             if verbose and i % 1000 == 999:
                 print(f"  {i + 1} cases, {time.monotonic() - started:.1f}s", file=sys.stderr)
+    slow_results: dict[str, int] = {"closed_with_408": 0, "not_closed": 0, "other": 0}
+    slow_wrong: list[str] = []
+    for skind, sock in slowloris:
+        remaining = max(0.5, 40.0 - (time.monotonic() - started))  # the server's deadline is 20 s by default
+        status, sh, sbody, closed = _read_response(sock, remaining)
+        sock.close()
+        if status == 408 and closed:
+            slow_results["closed_with_408"] += 1
+            _check_refusal(ledger, f"slowloris {skind}", status, sh, sbody)
+            refusals[408] = refusals.get(408, 0) + 1
+        elif not closed:
+            slow_results["not_closed"] += 1
+            slow_wrong.append(f"slowloris {skind}: still open after {time.monotonic() - started:.0f} s")
+        else:
+            slow_results["other"] += 1
+            slow_wrong.append(f"slowloris {skind}: HTTP {status}, closed={closed}: {sbody[:100]!r}")
     summary = ledger.summary()
     missing = ledger.missing()
     summary.update({
         "cases": cases, "seed": seed, "legacy_share": legacy, "statuses": dict(sorted(statuses.items())),
         "http_5xx": len(server_errors),
         "no_response": len(no_response), "bad_202": len(bad_202), "refused_by_client": refused_by_client,
+        "refusals": dict(sorted(refusals.items())), "deliberate_503": deliberate_503, "raw_cases": raw_kinds,
+        "raw_wrong_status": len(raw_wrong), "slowloris": slow_results,
         "seconds": round(time.monotonic() - started, 1), "kinds": kinds,
     })
     summary["ok"] = not (server_errors or no_response or bad_202 or missing or ledger.duplicates or ledger.unexpected
-                         or ledger.invalid)
+                         or ledger.invalid or raw_wrong or slow_wrong)
     if not summary["ok"]:
         summary["examples"] = {
             "http_5xx": server_errors[:5],
@@ -265,6 +410,8 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
             "duplicates": [_example(frames_by_id, rid) for rid in ledger.duplicates[:5]],
             "unexpected": [repr(rid)[:100] for rid in ledger.unexpected[:5]],
             "invalid": ledger.invalid[:5],
+            "raw_wrong_status": raw_wrong[:5],
+            "slowloris": slow_wrong[:5],
         }
     return summary
 
@@ -292,10 +439,12 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="no multi-megabyte bodies")
     ap.add_argument("--headers", type=float, default=0.3, help="share of requests with broken headers (default 0.3)")
     ap.add_argument("--legacy", type=float, default=0.0, help="share of requests sent in a 2025-11-25 session (default 0)")
+    ap.add_argument("--raw", type=float, default=0.01, help="share of raw-socket cases (default 0.01)")
+    ap.add_argument("--slow", type=int, default=3, help="slowloris connections to open first (default 3)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     summary = run(args.cases, args.seed, args.url, script=args.server, big=not args.small, headers=args.headers,
-                  legacy=args.legacy, verbose=args.verbose)
+                  legacy=args.legacy, verbose=args.verbose, raw=args.raw, slow=args.slow)
     print(json.dumps(summary, indent=2 if args.verbose else None))
     return 0 if summary["ok"] else 1
 

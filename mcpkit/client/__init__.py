@@ -5,10 +5,12 @@ from ._auth import Auth, BearerAuth, OutgoingRequest
 from ._client import Client
 from ._era import EraCache
 from ._listen import Notification
+from ._restart import Recovery, RequestNotRetried
 from ._tasks import TaskCancelled, TaskHandle
 from ._transport import Capabilities, ClientTransport, Response
 
 __all__ = [
     "Auth", "BearerAuth", "Capabilities", "Client", "ClientTransport", "EraCache", "HttpStatusError", "Notification",
-    "OutgoingRequest", "ProtocolError", "Response", "TaskCancelled", "TaskHandle", "TransportClosed", "TransportError",
+    "OutgoingRequest", "ProtocolError", "Recovery", "RequestNotRetried", "Response", "TaskCancelled", "TaskHandle",
+    "TransportClosed", "TransportError",
 ]

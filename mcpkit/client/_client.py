@@ -40,6 +40,7 @@ from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
 from ._era import DEFAULT_ERA_CACHE, EraCache, era_key
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, legacy_stream, modern_stream, subscription_filter
+from ._restart import Recoverer, Recovery, resend
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
 if TYPE_CHECKING:
@@ -81,6 +82,10 @@ class Client:
     hook that sees each request and each Response (status and headers) and may retry,
     ``http_client`` is an ``httpx.AsyncClient`` to use (it is not closed for you), ``verify``
     is passed to the one made otherwise.
+
+    ``restart``: recovery from a dead server (see :class:`~mcpkit.client.Recovery`). By default
+    (None) a stdio server that exits is not restarted, and HTTP requests that are safe to repeat
+    are retried (with backoff, 3 times) when the connection fails; True turns both on, False off.
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class Client:
         bearer_token: str | None = None,
         http_client: httpx.AsyncClient | None = None,
         verify: Any = True,
+        restart: bool | Recovery | None = None,
     ) -> None:
         if mode not in ("auto", "legacy", "modern") and not versions.is_modern(mode):
             raise ValueError(f"mode must be 'auto', 'legacy', 'modern' or a modern protocol version, not {mode!r}")
@@ -156,6 +162,8 @@ class Client:
         self.transport.on_notification = self._notify_cb
         self.transport.on_request = self._input.serve  # the one place the server's requests are answered
         self._started = False
+        #: Recovery from a dead server or connection (``restart``; see :mod:`mcpkit.client._restart`).
+        self._recoverer = Recoverer(Recovery.of(restart))
 
     def _make_transport(self, target: Any, *, env: dict[str, str] | None, cwd: str | None, stderr: Any,
                         http_given: list[str], http_options: dict[str, Any]) -> ClientTransport:
@@ -410,6 +418,9 @@ class Client:
             call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers)
         else:
             call = self.transport.request(rid, req.method, body, req.on_note)
+        if self._recoverer.policy.stdio_restart or self._recoverer.policy.http_retry:
+            call = self._recoverer.send(self, req.method, body, resend(call, self.transport, rid, req.method, body,
+                                                                        req.on_note, req.headers))
         try:
             resp: Response | codec.Response = await (call if limit == _INF else asyncio.wait_for(call, limit))
         except TimeoutError:
@@ -503,6 +514,7 @@ class Client:
         invalid are left out (with a warning), since they could not be called correctly."""
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         tools: list[t.Tool] = await self._walk(t.ListToolsResult, "tools/list", "tools", opts)
+        self._recoverer.note_tools(tools)
         if not self.transport.capabilities.http:
             return tools
         from ..protocol import headers as H

@@ -33,6 +33,11 @@ class StdioTransport(ClientTransport):
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server is known to be gone (its output closed)."""
+        return self._closed is not None
+
     async def start(self) -> None:
         # A restart (e.g. after a stale era verdict) begins from a clean slate.
         self._closed = None

@@ -23,7 +23,7 @@ from ..protocol import codec, errors, inbound, routing
 from ..protocol import headers as H
 from ..protocol.routing import OpenSession, ServeModern
 from ..protocol.types import CallToolParams
-from . import _asgi
+from . import _asgi, _limits
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
 from ._http_legacy import LegacyEndpoint, SessionStore
 from ._interface import Authenticator, AuthRefusal, Dispatcher
@@ -49,8 +49,8 @@ _DISPATCH_STATUS = {
     errors.HEADER_MISMATCH: 400,
 }
 
-_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"authorization", b"last-event-id",
-                             b"dpop"})
+_WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"content-type", b"authorization",
+                             b"last-event-id", b"dpop"})
 _PRM_PREFIX = "/.well-known/oauth-protected-resource"
 _FORBIDDEN = errors.MCPError(errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")
 
@@ -196,6 +196,11 @@ class HttpApp:
             await _asgi.respond_error(send, 403, _FORBIDDEN)
             return
         method = scope["method"]
+        refused = (_limits.check_post(hdrs) if method == "POST"
+                   else _limits.check_get(hdrs) if method == "GET" and self.legacy else None)
+        if refused is not None:  # Content-Type (415) and Accept (406)
+            await _asgi.respond_error(send, *refused)
+            return
         principal: Any = None
         if self.auth is not None:
             resource = self._resource(scope, hdrs)
@@ -538,6 +543,10 @@ def run_http_server(
 
     ``sockets``: already-listening sockets to serve (workers sharing one; then ``host`` and
     ``port`` are not bound). ``on_shutdown`` runs after the server stopped accepting.
+    ``app_options`` are :class:`HttpApp`'s (``allowed_hosts``, ``max_body_bytes``...) and the
+    limits of :class:`mcpkit.transports._limits.Limits`: ``max_header_bytes``, ``max_headers``,
+    ``request_timeout``, ``keep_alive_timeout``, ``max_connections``, ``max_inflight``,
+    ``retry_after`` (see the README's "Limits").
     """
     try:
         import uvicorn
@@ -545,11 +554,13 @@ def run_http_server(
         raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from exc
     if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
+    limits = _limits.Limits.pop_from(app_options)
     app = HttpApp(server, path=path, **app_options)
     # proxy_headers off: mcpkit reads neither the client address nor the scheme, so the
     # X-Forwarded-* rewrite would be work for nothing on every request.
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
-                            server_header=False, date_header=False, proxy_headers=False)
+                            server_header=False, date_header=False, proxy_headers=False,
+                            **_limits.uvicorn_options(limits))
 
     class _Server(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:

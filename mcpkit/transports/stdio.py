@@ -23,6 +23,9 @@ from ._stdio_main import Opening, Out, claim_stdout, run_stdio_server  # noqa: F
 
 log = logging.getLogger("mcpkit.stdio")
 
+#: Requests a stdio server handles at once before it stops reading (backpressure).
+DEFAULT_MAX_INFLIGHT = 256
+
 
 # ====================================================================== server
 class StdioServerSession:
@@ -33,14 +36,29 @@ class StdioServerSession:
     """
 
     def __init__(self, server: Dispatcher, write: Callable[[bytes], None],
-                 router: routing.StdioRouter[LegacyPeer] | None = None) -> None:
+                 router: routing.StdioRouter[LegacyPeer] | None = None, *, max_inflight: int = DEFAULT_MAX_INFLIGHT) -> None:
         self.server = server
+        #: Requests handled at once (open listen streams not counted); reading waits above it.
+        self.max_inflight = max_inflight
         self.write = write
         #: Carried over from the synchronous opening, when there was one.
         self.router: routing.StdioRouter[LegacyPeer] = router if router is not None else routing.StdioRouter(
             legacy=server.legacy)
         self.inflight: dict[codec.RequestId, asyncio.Task[None]] = {}
         self.listens: set[asyncio.Task[None]] = set()  # open subscriptions/listen handlers
+
+    def full(self) -> bool:
+        """Whether reading must wait for a request to finish (the hot check: one comparison)."""
+        return len(self.inflight) - len(self.listens) >= self.max_inflight
+
+    async def room(self) -> None:
+        """Wait until fewer than ``max_inflight`` requests are being handled (backpressure: a
+        client that floods requests, or stops reading answers, is not read from meanwhile)."""
+        while self.full():
+            busy = [t for t in self.inflight.values() if t not in self.listens]
+            if not busy:
+                return
+            await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
 
     async def _write_async(self, data: bytes) -> None:
         self.write(data)
@@ -171,15 +189,20 @@ class StdioServerSession:
 
 
 async def serve_stdio(server: Dispatcher, *, drain_timeout: float = 10.0, in_fd: int | None = None,
-                      out_fd: int | None = None, opening: Opening | None = None) -> None:
+                      out_fd: int | None = None, opening: Opening | None = None,
+                      max_inflight: int = DEFAULT_MAX_INFLIGHT) -> None:
     """Serve MCP on stdin/stdout until stdin reaches EOF.
+
+    ``max_inflight`` bounds the requests handled at once: above it no more input is read
+    until one finishes (listen streams do not count).
 
     ``opening`` carries over what the synchronous opening phase already did (its router,
     which knows the era it decided, and the unread rest of its input).
     """
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
     out_fd = claim_stdout() if out_fd is None else out_fd
-    session = StdioServerSession(server, Out(out_fd).write, opening.router if opening is not None else None)
+    session = StdioServerSession(server, Out(out_fd).write, opening.router if opening is not None else None,
+                                 max_inflight=max_inflight)
     if opening is not None:
         for line in opening.take_lines():
             if len(line) > _stdio_main.MAX_LINE:
@@ -232,6 +255,8 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
 
         threading.Thread(target=pump, name="mcpkit-stdin", daemon=True).start()
         while (item := await queue.get()) is not None:
+            if session.full():
+                await session.room()
             if head:
                 item, head = head + item, b""
             yield item
@@ -245,6 +270,8 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
     transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     try:
         while True:
+            if session.full():
+                await session.room()
             try:
                 line = await reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:

@@ -1,0 +1,181 @@
+"""Client recovery: restart a stdio server that died, retry HTTP connection failures.
+
+Only requests that are safe to repeat are sent again: ``server/discover``, ``initialize``,
+``ping``, the lists, ``resources/read``, ``prompts/get``, ``completion/complete``, and
+``tools/call`` of a tool the server annotated ``idempotentHint`` or ``readOnlyHint`` (known
+from the last ``list_tools()``). Another request that was in flight when the server died
+raises :class:`RequestNotRetried` — the server may have acted on it — while the server is
+still restarted, so the next call works.
+
+``Client(restart=...)``: ``None`` (the default) restarts nothing over stdio and retries
+HTTP connection failures; ``True`` turns both on, ``False`` both off; a :class:`Recovery`
+sets the budget. Every stdio restart is logged at WARNING, every HTTP retry at INFO
+(logger ``mcpkit.client``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import TransportClosed, TransportError
+from ._transport import ClientTransport, NoAnswer, OnNote
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+log = logging.getLogger("mcpkit.client")
+
+SAFE_METHODS = frozenset({
+    "server/discover", "initialize", "ping", "tools/list", "resources/list", "resources/templates/list",
+    "prompts/list", "resources/read", "prompts/get", "completion/complete",
+})
+
+
+class RequestNotRetried(TransportClosed):
+    """The server died while handling a request that may not be safe to repeat; it was not re-sent."""
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """How a :class:`~mcpkit.Client` recovers from a dead server or connection.
+
+    stdio_restart: restart a stdio server that exited.
+    http_retry: retry safe requests whose HTTP connection failed.
+    attempts: restarts (stdio) or retries (HTTP) for one request before its error is raised;
+        also the stdio restarts allowed per ``window`` seconds (a server that keeps dying stays dead).
+    backoff, max_backoff: the first wait before a retry/restart, doubled each time up to ``max_backoff``.
+    """
+
+    stdio_restart: bool = False
+    http_retry: bool = True
+    attempts: int = 3
+    backoff: float = 0.1
+    max_backoff: float = 2.0
+    window: float = 60.0
+
+    @classmethod
+    def of(cls, restart: bool | Recovery | None) -> Recovery:
+        if isinstance(restart, Recovery):
+            return restart
+        if restart is None:
+            return cls()
+        return cls(stdio_restart=restart, http_retry=restart)
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.backoff * 2.0 ** attempt, self.max_backoff))
+
+
+Send = Callable[[], Awaitable[Any]]
+
+
+def resend(first: Awaitable[Any], transport: ClientTransport, rid: Any, method: str, body: dict[str, Any],
+            on_note: OnNote | None, headers: Mapping[str, str] | None) -> Callable[[], Awaitable[Any]]:
+    """The send of one request for the recovery layer: ``first`` (already made), then fresh ones."""
+    calls = iter([first])
+
+    def send() -> Awaitable[Any]:
+        made = next(calls, None)
+        if made is not None:
+            return made
+        if headers:
+            return transport.request(rid, method, body, on_note, headers=headers)
+        return transport.request(rid, method, body, on_note)
+
+    return send
+
+
+class Recoverer:
+    """One client's recovery state: which tools are safe, the restart generation and budget."""
+
+    def __init__(self, policy: Recovery) -> None:
+        self.policy = policy
+        self.safe_tools: set[str] = set()
+        self.generation = 0
+        self._restarts: list[float] = []
+        self._lock = asyncio.Lock()
+        self._restarting = False
+
+    def note_tools(self, tools: Iterable[Any]) -> None:
+        """Remember which tools are safe to call twice (from a ``tools/list``)."""
+        safe = set()
+        for tool in tools:
+            ann = getattr(tool, "annotations", None)
+            get = ann.get if isinstance(ann, Mapping) else (lambda k, a=ann: getattr(a, k, None))
+            if get("idempotentHint") is True or get("readOnlyHint") is True:
+                safe.add(tool.name)
+        self.safe_tools = safe
+
+    def is_safe(self, method: str, params: Mapping[str, Any] | None) -> bool:
+        if method in SAFE_METHODS:
+            return True
+        if method != "tools/call" or not params:
+            return False
+        name = params.get("name")
+        return isinstance(name, str) and name in self.safe_tools
+
+    async def send(self, client: Client, method: str, params: Mapping[str, Any] | None, send: Send) -> Any:
+        """``send()``, recovering as the policy says."""
+        stdio = client.transport.capabilities.kind == "stdio"
+        enabled = self.policy.stdio_restart if stdio else self.policy.http_retry and client.transport.capabilities.http
+        if not enabled or self._restarting:
+            return await send()
+        if stdio and getattr(client.transport, "closed", False):
+            # The server died earlier: nothing of this request was sent yet, so any request may go.
+            await self._restart(client, self.generation, TransportClosed("the server had exited"))
+        attempt = 0
+        while True:
+            generation = self.generation
+            try:
+                return await send()
+            except NoAnswer:
+                raise  # a timeout: the server may still be working on it
+            except TransportError as exc:
+                if stdio and not isinstance(exc, TransportClosed):
+                    raise
+                safe = self.is_safe(method, params)
+                if attempt >= self.policy.attempts:
+                    raise
+                if stdio:
+                    await self._restart(client, generation, exc)
+                    if not safe:
+                        raise RequestNotRetried(
+                            f"{method}: the server exited while handling it; it was restarted, but the request was"
+                            f" not sent again because it may not be safe to repeat ({exc})") from exc
+                elif not safe:
+                    raise
+                else:
+                    wait = self.policy.delay(attempt)
+                    log.info("%s failed (%s); retrying in %.2f s (%d/%d)", method, exc, wait, attempt + 1,
+                                self.policy.attempts)
+                    await asyncio.sleep(wait)
+                attempt += 1
+                if stdio:
+                    log.warning("re-sending %s to the restarted server", method)
+
+    async def _restart(self, client: Client, generation: int, cause: BaseException) -> None:
+        """Restart the stdio server once per death (concurrent failures share the restart)."""
+        async with self._lock:
+            if self.generation != generation:
+                return  # another request already restarted it
+            now = time.monotonic()
+            self._restarts = [t for t in self._restarts if now - t < self.policy.window]
+            if len(self._restarts) >= self.policy.attempts:
+                log.error("the stdio server died again (%s); %d restarts within %g s: giving up", cause,
+                          len(self._restarts), self.policy.window)
+                raise TransportClosed(f"the server keeps exiting ({cause}); not restarted again") from cause
+            await asyncio.sleep(self.policy.delay(len(self._restarts)))
+            self._restarts.append(time.monotonic())
+            log.warning("the stdio server exited (%s); restarting it (%d/%d)", cause, len(self._restarts),
+                        self.policy.attempts)
+            self._restarting = True
+            try:
+                await client.close()
+                await client.start()
+            finally:
+                self._restarting = False
+            self.generation += 1
