@@ -1,0 +1,41 @@
+"""``mcpkit inspect``: a web inspector for an MCP server, with no Node.
+
+The command (:mod:`mcpkit.cli._inspect`) connects mcpkit's :class:`~mcpkit.client.Client`
+to a TARGET and serves a page (plain HTML, CSS and JavaScript in ``static/``, no build step,
+no CDN) plus a small JSON API from an ASGI app (:class:`~mcpkit.inspect._app.InspectorApp`)
+on uvicorn, bound to 127.0.0.1.
+
+Access: every request must carry the random access token the command prints, as
+``?token=T`` in the URL or an ``X-Inspector-Token: T`` header; without it the answer is
+403. A request whose ``Origin`` is not the inspector's own, or whose ``Host`` is not the
+loopback address it listens on, is refused with 403 too (other sites, DNS rebinding).
+
+The API (JSON in and out; errors are ``{"error": "..."}`` with status 4xx, or 502 when
+the server failed the request):
+
+``GET /api/card``
+    ``{"target", "transport", "era", "legacyVersion"?, "serverInfo", "discover", "connected",
+    "error"?}``;
+    ``discover`` is the DiscoverResult (name, version, title, instructions, versions,
+    capabilities, ``ttlMs``, ``cacheScope``); ``era`` is ``modern``, ``legacy`` or ``dual``.
+``POST /api/reconnect``
+    close the client, connect again; answers the new card.
+``GET /api/tools`` | ``/api/resources`` | ``/api/templates`` | ``/api/prompts``
+    ``{"items": [...]}`` as the server listed them (every page).
+``POST /api/call`` ``{"name", "arguments"}``
+    ``{"result": CallToolResult, "ms", "progress": [...]}``.
+``POST /api/read`` ``{"uri"}``
+    ``{"result": ReadResourceResult, "ms"}``.
+``POST /api/prompt`` ``{"name", "arguments"}``
+    ``{"result": GetPromptResult, "ms"}``.
+``GET /api/history``
+    ``{"items": [{"id", "method", "params", "result" | "error", "ms", "at"}]}``: every
+    request the inspector made for the page, oldest first, with its timing (``at``: Unix
+    seconds when it was sent).
+
+Nothing here is imported by ``import mcpkit``.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
