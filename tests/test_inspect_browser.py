@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.cli import everything_argv, served
+from tests.helpers.paths import DEMO, MRTR_SERVER, ROOT
 from tests.test_inspect_app import DEMO_TARGET, Running, running_inspector
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -136,6 +137,111 @@ def test_history_lists_the_calls(demo: Running, page: Any) -> None:
     sync_api.expect(page.locator("#history")).to_contain_text("tools/call")
     sync_api.expect(page.locator("#history")).to_contain_text("server/discover")
     shot(page, "history")
+
+
+def open_page(page: Any, url: str) -> None:
+    """Load the page and wait for its event stream (progress, questions, notifications)."""
+    page.goto(url)
+    sync_api.expect(page.locator("body[data-events='open']")).to_have_count(1)
+
+
+def test_count_down_shows_progress_live(demo: Running, page: Any) -> None:
+    open_page(page, demo.url)
+    page.locator("#tools-list li[data-name='count_down']").click()
+    page.fill("#arg-count_down-start", "3")
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("liftoff")
+    page.locator("#tool-result details", has_text="progress").click()
+    sync_api.expect(page.locator("#tool-result .progress")).to_contain_text("3/3 0 to go")
+    shot(page, "tool-progress")
+
+
+def test_progress_arrives_while_the_call_runs(demo: Running, page: Any) -> None:
+    seen: list[str] = []
+    open_page(page, demo.url)
+    page.expose_function("mcpkitSeen", lambda text: seen.append(text))
+    page.evaluate("""() => new MutationObserver(() => {
+        const el = document.getElementById('tool-progress-text'); if (el) window.mcpkitSeen(el.textContent);
+      }).observe(document.body, {subtree: true, childList: true, characterData: true})""")
+    page.locator("#tools-list li[data-name='count_down']").click()
+    page.fill("#arg-count_down-start", "5")
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("liftoff")
+    assert any("to go" in text for text in seen), seen
+
+
+def test_listen_sees_resources_updated_after_save_note(demo: Running, page: Any) -> None:
+    open_page(page, demo.url)
+    page.click("#tabs button[data-tab='listen']")
+    page.fill("#listen-uris", "notes://ideas")
+    page.click("#listen-start")
+    sync_api.expect(page.locator("#listen-state")).to_contain_text("listening to notes://ideas")
+    page.wait_for_timeout(300)  # the subscription is acknowledged before the change
+    page.click("#tabs button[data-tab='tools']")
+    page.locator("#tools-list li[data-name='save_note']").click()
+    page.fill("#arg-save_note-name", "ideas")
+    page.fill("#arg-save_note-text", "inspect in a browser")
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("saved notes://ideas")
+    page.click("#tabs button[data-tab='listen']")
+    row = page.locator("#listen-log tr.notification", has_text="notifications/resources/updated")
+    sync_api.expect(row.first).to_contain_text("notes://ideas")
+    shot(page, "listen")
+    page.click("#listen-stop")
+
+
+@pytest.fixture(scope="module")
+def mrtr() -> Iterator[Running]:
+    with running_inspector(str(MRTR_SERVER)) as running:
+        yield running
+
+
+def test_elicitation_is_answered_in_the_page(mrtr: Running, page: Any) -> None:
+    open_page(page, mrtr.url)
+    page.locator("#tools-list li[data-name='greet']").click()
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#input-message")).to_have_text("What is your name?")
+    shot(page, "elicitation")
+    page.fill("#elicit-name", "Ada")
+    page.click("#input-accept")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("Hello, Ada!")
+    assert page.locator("#input-panel").is_hidden()
+
+
+def test_sampling_is_answered_in_the_page(mrtr: Running, page: Any) -> None:
+    open_page(page, mrtr.url)
+    page.locator("#tools-list li[data-name='ask_sample']").click()
+    page.fill("#arg-ask_sample-question", "What is 2+2?")
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#input-panel")).to_contain_text("What is 2+2?")
+    page.fill("#sampling-answer", "four")
+    page.click("#input-accept")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("says: four")
+
+
+def test_over_http(page: Any) -> None:
+    with served(DEMO) as srv, running_inspector(srv.url) as running:
+        page.goto(running.url)
+        sync_api.expect(page.locator("#server-name")).to_have_text("mcpkit-demo")
+        sync_api.expect(page.locator("#target")).to_contain_text("(http)")
+        page.locator("#tools-list li[data-name='add']").click()
+        page.fill("#arg-add-a", "2")
+        page.fill("#arg-add-b", "3")
+        page.click("#call-tool")
+        sync_api.expect(page.locator("#tool-result .structured")).to_contain_text('"result": 5')
+        shot(page, "http")
+
+
+def test_server_everything_legacy(page: Any) -> None:
+    with running_inspector("--", *everything_argv(), timeout=60) as running:
+        page.goto(running.url)
+        sync_api.expect(page.locator("#server-era")).to_contain_text("legacy (2025-")
+        sync_api.expect(page.locator("#tools-list li[data-name='echo']")).to_be_visible()
+        page.locator("#tools-list li[data-name='echo']").click()
+        page.fill("#arg-echo-message", "hi from the inspector")
+        page.click("#call-tool")
+        sync_api.expect(page.locator("#tool-result")).to_contain_text("hi from the inspector")
+        shot(page, "everything-legacy")
 
 
 def test_the_page_without_the_token_is_refused(demo: Running, page: Any) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import secrets
 import socket
 import sys
+from typing import Any
 
 from . import _session
 from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
@@ -83,7 +84,13 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
     app = InspectorApp(inspector, token=token, port=port)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
                             date_header=False, proxy_headers=False)
-    server = uvicorn.Server(config)
+
+    class _Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            inspector.closing.set()  # the pages' event streams end, so shutdown can finish
+            await super().shutdown(sockets)
+
+    server = _Server(config)
     print(f"mcpkit inspect: open {url}", flush=True)
     if open_browser:
         import webbrowser

@@ -22,12 +22,27 @@ the server failed the request):
     close the client, connect again; answers the new card.
 ``GET /api/tools`` | ``/api/resources`` | ``/api/templates`` | ``/api/prompts``
     ``{"items": [...]}`` as the server listed them (every page).
-``POST /api/call`` ``{"name", "arguments"}``
-    ``{"result": CallToolResult, "ms", "progress": [...]}``.
+``POST /api/call`` ``{"name", "arguments", "callId"?}``
+    ``{"result": CallToolResult, "ms", "progress": [...], "callId"}``, or ``{"cancelled": true,
+    ...}`` when it was cancelled; progress is also sent live on the event stream.
+``POST /api/cancel`` ``{"callId"}``
+    cancel a call in flight (the client tells the server).
 ``POST /api/read`` ``{"uri"}``
     ``{"result": ReadResourceResult, "ms"}``.
 ``POST /api/prompt`` ``{"name", "arguments"}``
     ``{"result": GetPromptResult, "ms"}``.
+``POST /api/answer`` ``{"id", "result"}``
+    answer a question the server asked (an ``input`` event): an ElicitResult, or a
+    CreateMessageResult for sampling (``{}`` refuses). Unanswered questions are cancelled
+    after 10 minutes; with no page open they are cancelled at once.
+``POST /api/listen`` ``{"tools", "prompts", "resourcesList", "resources": [URI, ...]}``
+    open a ``subscriptions/listen`` stream (a legacy session: its pushed notifications),
+    replacing the previous one; ``POST /api/unlisten`` closes it.
+``GET /api/events``
+    server-sent events, each ``data:`` one JSON object: ``progress`` (``callId``,
+    ``progress``, ``total``, ``message``), ``input`` (``id``, ``kind``: ``elicitation`` or
+    ``sampling``, ``params``), ``input-done`` (``id``), ``notification`` (``method``,
+    ``params``, ``at``), ``listen-ended`` (``reason``).
 ``GET /api/history``
     ``{"items": [{"id", "method", "params", "result" | "error", "ms", "at"}]}``: every
     request the inspector made for the page, oldest first, with its timing (``at``: Unix

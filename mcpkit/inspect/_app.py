@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -47,6 +48,64 @@ class Inspector:
         self.history: list[dict[str, Any]] = []
         self._ids = 0
         self._lock = asyncio.Lock()
+        #: The pages' event streams (``GET /api/events``).
+        self._subscribers: set[asyncio.Queue[tuple[str, Any]]] = set()
+        #: Questions from the server waiting for the page's answer, by id.
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        #: Tool calls in flight, by the page's ``callId`` (to cancel them).
+        self._calls: dict[str, asyncio.Task[Any]] = {}
+        self._listening: asyncio.Task[None] | None = None
+        #: Set when the app shuts down: the event streams end.
+        self.closing = asyncio.Event()
+        #: How long a question from the server waits for the page.
+        self.answer_timeout = 600.0
+
+    # ------------------------------------------------------------------ events
+    def subscribe(self) -> asyncio.Queue[tuple[str, Any]]:
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=1000)
+        self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[tuple[str, Any]]) -> None:
+        self._subscribers.discard(queue)
+
+    def publish(self, event: str, data: Any) -> None:
+        for queue in list(self._subscribers):
+            try:
+                queue.put_nowait((event, data))
+            except asyncio.QueueFull:  # a page that stopped reading loses events, not the server
+                pass
+
+    # ------------------------------------------------------------------ the server's questions
+    async def _ask(self, kind: str, params: Any, refused: dict[str, Any]) -> Any:
+        """Show the server's question on the open pages and wait for the answer (``refused``
+        when no page is open or none answers in time)."""
+        import msgspec
+
+        if not self._subscribers:
+            return refused
+        ask_id = secrets.token_hex(8)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[ask_id] = future
+        self.publish("input", {"id": ask_id, "kind": kind, "params": msgspec.to_builtins(params)})
+        try:
+            return await asyncio.wait_for(future, self.answer_timeout)
+        except TimeoutError:
+            return refused
+        finally:
+            self._pending.pop(ask_id, None)
+            self.publish("input-done", {"id": ask_id})
+
+    async def elicit(self, params: Any) -> Any:
+        return await self._ask("elicitation", params, {"action": "cancel"})
+
+    async def sample(self, params: Any) -> Any:
+        from ..errors import MCPError
+
+        answer = await self._ask("sampling", params, {})
+        if not answer:
+            raise MCPError(-1, "the person at the inspector did not answer the sampling request")
+        return answer
 
     async def connect(self) -> dict[str, Any]:
         """(Re)connect and fetch the card; a failure is kept in the card, not raised."""
@@ -54,7 +113,7 @@ class Inspector:
             await self._close()
             base: dict[str, Any] = {"target": self.target.label, "transport": self.target.transport}
             try:
-                self.client = self.target.client()
+                self.client = self.target.client(elicitation=self.elicit, sampling=self.sample)
                 await self.client.start()
                 from ..cli._discover import probe
 
@@ -79,6 +138,7 @@ class Inspector:
             await self._close()
 
     async def _close(self) -> None:
+        await self._stop_listening()
         client, self.client = self.client, None
         if client is not None:
             try:
@@ -100,6 +160,11 @@ class Inspector:
         start = time.perf_counter()
         try:
             value = await run()
+        except asyncio.CancelledError:
+            entry["ms"] = round((time.perf_counter() - start) * 1000, 2)
+            entry["error"] = "cancelled"
+            self._record(entry)
+            raise
         except Exception as exc:
             from ..cli._target import describe_error
 
@@ -118,6 +183,29 @@ class Inspector:
     def _record(self, entry: dict[str, Any]) -> None:
         self.history.append(entry)
         del self.history[:-HISTORY_LIMIT]
+
+    async def _listen(self, body: dict[str, Any]) -> dict[str, Any]:
+        client = self.client_or_fail()
+        uris = body.get("resources") or []
+        if not isinstance(uris, list) or not all(isinstance(u, str) and u for u in uris):
+            raise ApiError(400, "resources must be a list of URIs")
+        kwargs = {"tools": bool(body.get("tools")), "prompts": bool(body.get("prompts")),
+                  "resources_list": bool(body.get("resourcesList")), "resources": list(uris)}
+        await self._stop_listening()
+        self._ids += 1
+        self._record({"id": self._ids, "method": "subscriptions/listen", "at": time.time(), "ms": 0,
+                      "params": kwargs, "result": {"listening": True}})
+        self._listening = asyncio.ensure_future(_listen_impl(self, client, kwargs))
+        return {"listening": True, "filter": kwargs}
+
+    async def _stop_listening(self) -> None:
+        task, self._listening = self._listening, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await asyncio.wait_for(task, 5.0)
+            except (asyncio.CancelledError, Exception):
+                pass
 
     # ------------------------------------------------------------------ the API
     async def api(self, method: str, path: str, body: Any) -> Any:
@@ -143,16 +231,52 @@ class Inspector:
             arguments = body.get("arguments") or {}
             if not isinstance(arguments, dict):
                 raise ApiError(400, "arguments must be a JSON object")
+            call_id = body.get("callId")
+            call_id = call_id if isinstance(call_id, str) and call_id else secrets.token_hex(8)
             client = self.client_or_fail()
             progress: list[dict[str, Any]] = []
 
             def on_progress(done: float, total: float | None, message: str | None) -> None:
-                progress.append({"progress": done, "total": total, "message": message, "at": time.time()})
+                step = {"callId": call_id, "progress": done, "total": total, "message": message, "at": time.time()}
+                progress.append(step)
+                self.publish("progress", step)
 
             t0 = time.perf_counter()
-            result = await self.timed("tools/call", {"name": name, "arguments": arguments},
-                                      lambda: client.call_tool(name, arguments, progress=on_progress, cache="bypass"))
-            return {"result": result, "ms": _ms(t0), "progress": progress}
+            task = asyncio.ensure_future(self.timed(
+                "tools/call", {"name": name, "arguments": arguments},
+                lambda: client.call_tool(name, arguments, progress=on_progress, cache="bypass")))
+            self._calls[call_id] = task
+            try:
+                result = await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    task.cancel()
+                    raise
+                return {"cancelled": True, "ms": _ms(t0), "progress": progress, "callId": call_id}
+            finally:
+                self._calls.pop(call_id, None)
+            return {"result": result, "ms": _ms(t0), "progress": progress, "callId": call_id}
+        if path == "/api/cancel":
+            running = self._calls.get(_text(body, "callId"))
+            if running is None:
+                raise ApiError(404, "no such call in flight")
+            running.cancel()
+            return {"cancelled": True}
+        if path == "/api/answer":
+            future = self._pending.get(_text(body, "id"))
+            if future is None or future.done():
+                raise ApiError(404, "no such question waiting (answered, timed out, or the call ended)")
+            answer = body.get("result")
+            if not isinstance(answer, dict):
+                raise ApiError(400, "result must be a JSON object")
+            future.set_result(answer)
+            return {"ok": True}
+        if path == "/api/listen":
+            return await self._listen(body)
+        if path == "/api/unlisten":
+            await self._stop_listening()
+            return {"listening": False}
         if path == "/api/read":
             uri = _text(body, "uri")
             client = self.client_or_fail()
@@ -170,6 +294,19 @@ class Inspector:
                                       lambda: client.get_prompt(name, args or None, cache="bypass"))
             return {"result": result, "ms": _ms(t0)}
         raise ApiError(404, f"no such API: {method} {path}")
+
+
+async def _listen_impl(inspector: Inspector, client: Client, kwargs: dict[str, Any]) -> None:
+    try:
+        async for note in client.listen(**kwargs):
+            inspector.publish("notification", {"method": note.method, "params": note.params, "at": time.time()})
+        inspector.publish("listen-ended", {"reason": "the server ended the stream"})
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        from ..cli._target import describe_error
+
+        inspector.publish("listen-ended", {"reason": describe_error(exc)})
 
 
 def _text(body: dict[str, Any], key: str) -> str:
@@ -221,6 +358,9 @@ class InspectorApp:
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             await _send_json(send, 403, {"error": "a valid access token is required (the URL mcpkit inspect printed)"})
             return
+        if path == "/api/events" and method == "GET":
+            await self._events(receive, send)
+            return
         if path.startswith("/api/"):
             body: Any = None
             try:
@@ -248,6 +388,44 @@ class InspectorApp:
         if name == "index.html":
             data = data.replace(b"__TOKEN__", self.token.encode())
         await _send(send, 200, data, STATIC_TYPES.get(suffix, "application/octet-stream"))
+
+
+    async def _events(self, receive: Receive, send: Send) -> None:
+        """Server-sent events: ``progress``, ``input``, ``input-done``, ``notification``,
+        ``listen-ended``; each ``data:`` is one JSON object. Ends at shutdown or disconnect."""
+        queue = self.inspector.subscribe()
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
+            (b"x-accel-buffering", b"no")]})
+
+        async def disconnected() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        gone = asyncio.ensure_future(disconnected())
+        closing = asyncio.ensure_future(self.inspector.closing.wait())
+        try:
+            await send({"type": "http.response.body", "body": b": connected\n\n", "more_body": True})
+            while True:
+                get = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({get, gone, closing}, timeout=15.0, return_when=asyncio.FIRST_COMPLETED)
+                if get in done:
+                    event, data = get.result()
+                    chunk = f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+                    await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+                    continue
+                get.cancel()
+                if gone in done or closing in done:
+                    break
+                await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+            if not gone.done():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
+        finally:
+            self.inspector.unsubscribe(queue)
+            gone.cancel()
+            closing.cancel()
 
 
 def _static(name: str) -> bytes | None:

@@ -4,6 +4,7 @@
 
 const TOKEN = document.querySelector('meta[name="inspector-token"]').content;
 let CARD = null;
+const PROGRESS = {};  // callId -> function(progress event)
 
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -298,13 +299,24 @@ function showTool(tool) {
   run.addEventListener("click", async () => {
     const { ok, value } = form.collect();
     if (!ok) return;
+    const callId = Math.random().toString(36).slice(2);
     run.disabled = true;
-    out.replaceChildren(h("p", { class: "progress" }, "calling…"));
+    const bar = h("progress", { id: "tool-progress-bar" });
+    const line = h("span", { id: "tool-progress-text", class: "progress" }, "calling…");
+    const cancel = h("button", { type: "button", id: "cancel-tool" }, "Cancel");
+    cancel.addEventListener("click", () => api("POST", "/api/cancel", { callId }).catch(() => {}));
+    out.replaceChildren(h("div", { class: "running", id: "tool-running" }, bar, " ", line, " ", cancel));
+    PROGRESS[callId] = (p) => {
+      if (p.total) { bar.max = p.total; bar.value = p.progress; } else bar.removeAttribute("value");
+      line.textContent = `${p.progress}${p.total ? "/" + p.total : ""} ${p.message || ""}`;
+    };
     try {
-      out.replaceChildren(renderToolResult(await api("POST", "/api/call", { name: tool.name, arguments: value }), tool));
+      const r = await api("POST", "/api/call", { name: tool.name, arguments: value, callId });
+      out.replaceChildren(r.cancelled ? errorBox(`cancelled after ${r.ms} ms`, "tool-result") : renderToolResult(r, tool));
     } catch (e) {
       out.replaceChildren(errorBox(e.message, "tool-result"));
     } finally {
+      delete PROGRESS[callId];
       run.disabled = false;
     }
   });
@@ -409,5 +421,87 @@ async function loadHistory() {
 document.getElementById("history-filter").addEventListener("input", loadHistory);
 document.getElementById("history-refresh").addEventListener("click", loadHistory);
 
+// ------------------------------------------------------------------ live events
+function answerPanel(ev) {
+  const panel = document.getElementById("input-panel");
+  const p = ev.params || {};
+  const send = async (result) => {
+    try { await api("POST", "/api/answer", { id: ev.id, result }); } catch (e) { console.error(e); }
+    panel.classList.add("hidden");
+    panel.replaceChildren();
+  };
+  panel.dataset.id = ev.id;
+  if (ev.kind === "elicitation") {
+    const buttons = h("div", { class: "buttons" });
+    const children = [h("h3", {}, "The server asks (elicitation)"), h("p", { id: "input-message" }, p.message || "")];
+    if (p.mode === "url") {
+      children.push(h("p", {}, h("a", { href: p.url, target: "_blank", rel: "noopener" }, p.url)));
+      const acc = h("button", { type: "button", class: "primary", id: "input-accept" }, "Done");
+      acc.addEventListener("click", () => send({ action: "accept" }));
+      buttons.append(acc);
+    } else {
+      const form = schemaForm(p.requestedSchema || { type: "object", properties: {} }, "elicit");
+      children.push(form.el);
+      const acc = h("button", { type: "button", class: "primary", id: "input-accept" }, "Accept");
+      acc.addEventListener("click", () => { const { ok, value } = form.collect(); if (ok) send({ action: "accept", content: value }); });
+      buttons.append(acc);
+    }
+    const dec = h("button", { type: "button", id: "input-decline" }, "Decline");
+    dec.addEventListener("click", () => send({ action: "decline" }));
+    const can = h("button", { type: "button", id: "input-cancel" }, "Cancel");
+    can.addEventListener("click", () => send({ action: "cancel" }));
+    buttons.append(dec, can);
+    panel.replaceChildren(...children, buttons);
+  } else if (ev.kind === "sampling") {
+    const text = h("textarea", { id: "sampling-answer", placeholder: "answer as the model" });
+    const acc = h("button", { type: "button", class: "primary", id: "input-accept" }, "Send as the model");
+    acc.addEventListener("click", () => send({ role: "assistant", content: { type: "text", text: text.value }, model: "mcpkit-inspect (a person)", stopReason: "endTurn" }));
+    const dec = h("button", { type: "button", id: "input-decline" }, "Refuse");
+    dec.addEventListener("click", () => send({}));
+    panel.replaceChildren(h("h3", {}, "The server asks the model (sampling)"),
+      p.systemPrompt ? h("pre", { class: "muted" }, `system: ${p.systemPrompt}`) : null,
+      ...(p.messages || []).map((m) => h("div", { class: "message" }, h("strong", {}, m.role), ...renderBlocks(Array.isArray(m.content) ? m.content : [m.content]))),
+      text, h("div", { class: "buttons" }, acc, dec));
+  }
+  panel.classList.remove("hidden");
+}
+
+function logNotification(n) {
+  const body = document.querySelector("#listen-log tbody");
+  body.prepend(h("tr", { class: "notification" }, h("td", {}, new Date(n.at * 1000).toLocaleTimeString()),
+    h("td", {}, h("code", {}, n.method)), h("td", {}, h("pre", {}, JSON.stringify(n.params)))));
+}
+
+function connectEvents() {
+  const es = new EventSource(`api/events?token=${encodeURIComponent(TOKEN)}`);
+  es.addEventListener("progress", (m) => { const p = JSON.parse(m.data); if (PROGRESS[p.callId]) PROGRESS[p.callId](p); });
+  es.addEventListener("input", (m) => answerPanel(JSON.parse(m.data)));
+  es.addEventListener("input-done", (m) => {
+    const panel = document.getElementById("input-panel");
+    if (panel.dataset.id === JSON.parse(m.data).id) { panel.classList.add("hidden"); panel.replaceChildren(); }
+  });
+  es.addEventListener("notification", (m) => logNotification(JSON.parse(m.data)));
+  es.addEventListener("listen-ended", (m) => {
+    document.getElementById("listen-state").textContent = `stopped: ${JSON.parse(m.data).reason}`;
+  });
+  es.addEventListener("open", () => { document.body.dataset.events = "open"; });
+}
+
+document.getElementById("listen-start").addEventListener("click", async () => {
+  const uris = document.getElementById("listen-uris").value.split(/\s+/).filter(Boolean);
+  const state = document.getElementById("listen-state");
+  try {
+    await api("POST", "/api/listen", { tools: document.getElementById("listen-tools").checked,
+      prompts: document.getElementById("listen-prompts").checked,
+      resourcesList: document.getElementById("listen-resources-list").checked, resources: uris });
+    state.textContent = `listening${uris.length ? " to " + uris.join(", ") : ""}`;
+  } catch (e) { state.textContent = `failed: ${e.message}`; }
+});
+document.getElementById("listen-stop").addEventListener("click", async () => {
+  try { await api("POST", "/api/unlisten", {}); } catch (e) { console.error(e); }
+  document.getElementById("listen-state").textContent = "not listening";
+});
+
 // ------------------------------------------------------------------ start
+connectEvents();
 loadCard().then(loadLists);
