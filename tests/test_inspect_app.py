@@ -184,3 +184,34 @@ def test_usage_errors() -> None:
     out = subprocess.run([sys.executable, "-m", "mcpkit", "inspect", "--no-browser"], capture_output=True, text=True,
                          env=subprocess_env(), timeout=30)
     assert out.returncode == 2 and "TARGET" in out.stderr
+
+
+def test_the_card_says_how_to_name_the_target_on_a_command_line(demo: Running) -> None:
+    assert demo.api("GET", "/api/card").json()["cliTarget"].startswith("-- ")
+
+
+def test_a_call_waiting_on_the_page_can_be_cancelled() -> None:
+    from tests.helpers.paths import MRTR_SERVER
+
+    with running_inspector(str(MRTR_SERVER)) as running, httpx.Client(timeout=30) as http:
+        headers = {"X-Inspector-Token": running.token}
+        with http.stream("GET", running.base + "/api/events", headers=headers) as events:
+            lines = events.iter_lines()
+            assert next(lines) == ": connected"
+            import concurrent.futures
+
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                call = pool.submit(running.api, "POST", "/api/call", json={"name": "greet", "callId": "c1"})
+                for line in lines:  # the server's question reaches the page
+                    if line.startswith("data:") and '"elicitation"' in line:
+                        break
+                assert running.api("POST", "/api/cancel", json={"callId": "c1"}).json() == {"cancelled": True}
+                out = call.result(timeout=30).json()
+        assert out["cancelled"] is True
+        assert running.api("POST", "/api/cancel", json={"callId": "c1"}).status_code == 404
+        assert running.api("GET", "/api/history").json()["items"][-1]["error"] == "cancelled"
+
+
+def test_import_mcpkit_does_not_load_the_inspector() -> None:
+    code = "import sys, mcpkit, mcpkit.cli; assert not any(m.startswith('mcpkit.inspect') for m in sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env(), timeout=30)

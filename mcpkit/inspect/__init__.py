@@ -14,8 +14,8 @@ The API (JSON in and out; errors are ``{"error": "..."}`` with status 4xx, or 50
 the server failed the request):
 
 ``GET /api/card``
-    ``{"target", "transport", "era", "legacyVersion"?, "serverInfo", "discover", "connected",
-    "error"?}``;
+    ``{"target", "cliTarget", "transport", "era", "legacyVersion"?, "serverInfo", "discover",
+    "connected", "error"?}``;
     ``discover`` is the DiscoverResult (name, version, title, instructions, versions,
     capabilities, ``ttlMs``, ``cacheScope``); ``era`` is ``modern``, ``legacy`` or ``dual``.
 ``POST /api/reconnect``

@@ -111,7 +111,8 @@ class Inspector:
         """(Re)connect and fetch the card; a failure is kept in the card, not raised."""
         async with self._lock:
             await self._close()
-            base: dict[str, Any] = {"target": self.target.label, "transport": self.target.transport}
+            base: dict[str, Any] = {"target": self.target.label, "transport": self.target.transport,
+                                    "cliTarget": cli_target(self.target)}
             try:
                 self.client = self.target.client(elicitation=self.elicit, sampling=self.sample)
                 await self.client.start()
@@ -307,6 +308,18 @@ async def _listen_impl(inspector: Inspector, client: Client, kwargs: dict[str, A
         from ..cli._target import describe_error
 
         inspector.publish("listen-ended", {"reason": describe_error(exc)})
+
+
+def cli_target(target: Target) -> str:
+    """TARGET as it goes on an ``mcpkit`` command line (for "copy as mcpkit call")."""
+    import shlex
+
+    if target.url is not None:
+        return target.url
+    argv = target.argv or []
+    if target.label == " ".join(argv):
+        return "-- " + shlex.join(argv)
+    return shlex.quote(target.label)  # a server file
 
 
 def _text(body: dict[str, Any], key: str) -> str:

@@ -395,9 +395,11 @@ function showPrompt(prompt) {
 function shellQuote(s) { return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`; }
 
 function asCommand(entry) {
-  const target = CARD && CARD.transport === "stdio" ? `-- ${CARD.target}` : (CARD ? CARD.target : "TARGET");
+  const target = (CARD && CARD.cliTarget) || "TARGET";
+  // the command goes last: after "-- COMMAND ..." nothing else can follow
   const p = entry.params || {};
   if (entry.method === "tools/call") return `mcpkit call ${shellQuote(p.name)} --args ${shellQuote(JSON.stringify(p.arguments || {}))} ${target}`;
+  if (entry.method === "subscriptions/listen") return "";
   if (entry.method === "resources/read") return `mcpkit read ${shellQuote(p.uri)} ${target}`;
   if (entry.method === "prompts/get") return `mcpkit prompt ${shellQuote(p.name)} ${Object.entries(p.arguments || {}).map(([k, v]) => shellQuote(`${k}=${v}`)).join(" ")} ${target}`;
   if (entry.method === "server/discover") return `mcpkit discover ${target}`;
