@@ -215,3 +215,12 @@ def test_a_call_waiting_on_the_page_can_be_cancelled() -> None:
 def test_import_mcpkit_does_not_load_the_inspector() -> None:
     code = "import sys, mcpkit, mcpkit.cli; assert not any(m.startswith('mcpkit.inspect') for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env(), timeout=30)
+
+
+def test_completion(demo: Running) -> None:
+    out = demo.api("POST", "/api/complete", json={"ref": {"type": "ref/resource", "uri": "notes://{name}"},
+                                                  "argument": "name", "value": "gr"}).json()
+    assert out["completion"]["values"] == ["groceries"]
+    out = demo.api("POST", "/api/complete", json={"ref": {"type": "ref/prompt", "name": "summarize"},
+                                                  "argument": "name", "value": ""}).json()
+    assert "ideas" in out["completion"]["values"]

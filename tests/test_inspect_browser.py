@@ -117,6 +117,9 @@ def test_read_a_resource_and_a_template_and_get_a_prompt(demo: Running, page: An
     page.goto(demo.url)
     page.click("#tabs button[data-tab='resources']")
     page.locator("#templates-list li[data-name='notes://{name}']").click()
+    page.fill("#tpl-name", "gr")
+    sync_api.expect(page.locator("#tpl-name-options option")).to_have_count(1)
+    assert page.locator("#tpl-name-options option").get_attribute("value") == "groceries"
     page.fill("#tpl-name", "groceries")
     page.click("#read-template")
     sync_api.expect(page.locator("#resource-result")).to_contain_text("eggs, milk, coffee")

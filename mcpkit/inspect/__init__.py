@@ -31,6 +31,9 @@ the server failed the request):
     ``{"result": ReadResourceResult, "ms"}``.
 ``POST /api/prompt`` ``{"name", "arguments"}``
     ``{"result": GetPromptResult, "ms"}``.
+``POST /api/complete`` ``{"ref", "argument", "value", "context"?}``
+    ``{"completion": {"values", "total"?, "hasMore"?}}`` (``ref``: ``{"type": "ref/prompt",
+    "name"}`` or ``{"type": "ref/resource", "uri"}``; ``context``: the other arguments).
 ``POST /api/answer`` ``{"id", "result"}``
     answer a question the server asked (an ``input`` event): an ElicitResult, or a
     CreateMessageResult for sampling (``{}`` refuses). Unanswered questions are cancelled

@@ -273,6 +273,18 @@ class Inspector:
                 raise ApiError(400, "result must be a JSON object")
             future.set_result(answer)
             return {"ok": True}
+        if path == "/api/complete":
+            ref = body.get("ref")
+            context = body.get("context") or {}
+            value = body.get("value", "")
+            if not isinstance(ref, dict) or not isinstance(value, str) or not isinstance(context, dict):
+                raise ApiError(400, "give ref (an object), argument, value (a string) and context (an object)")
+            argument = _text(body, "argument")
+            client = self.client_or_fail()
+            params = {"ref": ref, "argument": {"name": argument, "value": value}, "context": context}
+            completion = await self.timed("completion/complete", params,
+                                          lambda: client.complete(ref, argument, value, context or None, cache="bypass"))
+            return {"completion": completion}
         if path == "/api/listen":
             return await self._listen(body)
         if path == "/api/unlisten":

@@ -197,6 +197,28 @@ function schemaForm(schema, idPrefix) {
   return { el, collect };
 }
 
+// Completion suggestions (completion/complete) on a form's text inputs, as a datalist.
+function attachCompletion(formEl, ref) {
+  const caps = (CARD && CARD.discover && CARD.discover.capabilities) || {};
+  if (!caps.completions) return;
+  for (const input of formEl.querySelectorAll("input[type=text]")) {
+    const list = h("datalist", { id: `${input.id}-options` });
+    input.setAttribute("list", list.id);
+    input.after(list);
+    const ask = async () => {
+      const context = {};
+      for (const other of formEl.querySelectorAll("input[type=text]")) if (other !== input && other.value) context[other.name] = other.value;
+      try {
+        const r = await api("POST", "/api/complete", { ref, argument: input.name, value: input.value, context });
+        list.replaceChildren(...r.completion.values.map((v) => h("option", { value: v })));
+        list.dataset.values = r.completion.values.join(",");
+      } catch (e) { console.error(e); }
+    };
+    input.addEventListener("focus", ask);
+    input.addEventListener("input", ask);
+  }
+}
+
 // ------------------------------------------------------------------ results
 function renderBlocks(blocks) {
   return (blocks || []).map((b) => {
@@ -361,6 +383,7 @@ function showTemplate(tpl) {
     readResource(uri);
   });
   form.el.append(go);
+  attachCompletion(form.el, { type: "ref/resource", uri: tpl.uriTemplate });
   box.replaceChildren(h("h3", {}, tpl.uriTemplate), tpl.description ? h("p", { class: "muted" }, tpl.description) : null, form.el);
 }
 
@@ -388,6 +411,7 @@ function showPrompt(prompt) {
     }
   });
   form.el.append(go);
+  attachCompletion(form.el, { type: "ref/prompt", name: prompt.name });
   box.replaceChildren(h("h3", {}, prompt.title || prompt.name), prompt.description ? h("p", { class: "muted" }, prompt.description) : null, form.el, out);
 }
 
@@ -402,6 +426,7 @@ function asCommand(entry) {
   if (entry.method === "subscriptions/listen") return "";
   if (entry.method === "resources/read") return `mcpkit read ${shellQuote(p.uri)} ${target}`;
   if (entry.method === "prompts/get") return `mcpkit prompt ${shellQuote(p.name)} ${Object.entries(p.arguments || {}).map(([k, v]) => shellQuote(`${k}=${v}`)).join(" ")} ${target}`;
+  if (entry.method === "completion/complete" || entry.method === "subscriptions/listen") return "";
   if (entry.method === "server/discover") return `mcpkit discover ${target}`;
   const what = { "tools/list": "tools", "resources/list": "resources", "resources/templates/list": "templates", "prompts/list": "prompts" }[entry.method];
   return what ? `mcpkit list ${what} ${target}` : "";
