@@ -224,3 +224,17 @@ def test_completion(demo: Running) -> None:
     out = demo.api("POST", "/api/complete", json={"ref": {"type": "ref/prompt", "name": "summarize"},
                                                   "argument": "name", "value": ""}).json()
     assert "ideas" in out["completion"]["values"]
+
+
+def test_the_wheel_ships_the_page(tmp_path) -> None:
+    import zipfile
+
+    from tests.helpers.paths import ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("mcpkit-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("index.html", "app.js", "style.css"):
+        assert f"mcpkit/inspect/static/{name}" in names

@@ -209,6 +209,8 @@ def test_elicitation_is_answered_in_the_page(mrtr: Running, page: Any) -> None:
     page.click("#input-accept")
     sync_api.expect(page.locator("#tool-result")).to_contain_text("Hello, Ada!")
     assert page.locator("#input-panel").is_hidden()
+    page.click("#tabs button[data-tab='history']")
+    sync_api.expect(page.locator("#history")).to_contain_text("elicitation/create")
 
 
 def test_sampling_is_answered_in_the_page(mrtr: Running, page: Any) -> None:

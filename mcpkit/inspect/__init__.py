@@ -47,9 +47,10 @@ the server failed the request):
     ``sampling``, ``params``), ``input-done`` (``id``), ``notification`` (``method``,
     ``params``, ``at``), ``listen-ended`` (``reason``).
 ``GET /api/history``
-    ``{"items": [{"id", "method", "params", "result" | "error", "ms", "at"}]}``: every
-    request the inspector made for the page, oldest first, with its timing (``at``: Unix
-    seconds when it was sent).
+    ``{"items": [{"id", "method", "params", "result" | "error", "ms", "at", "from"?}]}``:
+    every request the inspector made for the page, and every question the server asked
+    (``"from": "server"``, with the page's answer), oldest first, with its timing (``at``:
+    Unix seconds when it was sent).
 
 Nothing here is imported by ``import mcpkit``.
 """

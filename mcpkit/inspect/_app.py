@@ -30,6 +30,8 @@ STATIC_TYPES = {
 }
 MAX_BODY = 4 * 1024 * 1024
 HISTORY_LIMIT = 500
+#: The method a question from the server stands for, in the history.
+ASKED = {"elicitation": "elicitation/create", "sampling": "sampling/createMessage"}
 
 
 class ApiError(Exception):
@@ -87,12 +89,22 @@ class Inspector:
         ask_id = secrets.token_hex(8)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[ask_id] = future
-        self.publish("input", {"id": ask_id, "kind": kind, "params": msgspec.to_builtins(params)})
+        shown = msgspec.to_builtins(params)
+        self.publish("input", {"id": ask_id, "kind": kind, "params": shown})
+        self._ids += 1
+        entry: dict[str, Any] = {"id": self._ids, "method": ASKED[kind], "params": shown, "at": time.time(),
+                                 "from": "server"}
+        start = time.perf_counter()
+        answer = refused
         try:
-            return await asyncio.wait_for(future, self.answer_timeout)
+            answer = await asyncio.wait_for(future, self.answer_timeout)
+            return answer
         except TimeoutError:
             return refused
         finally:
+            entry["ms"] = round((time.perf_counter() - start) * 1000, 2)
+            entry["result"] = answer
+            self._record(entry)
             self._pending.pop(ask_id, None)
             self.publish("input-done", {"id": ask_id})
 

@@ -439,7 +439,7 @@ async function loadHistory() {
   const body = document.querySelector("#history tbody");
   body.replaceChildren(...items.filter((e) => !filter || JSON.stringify(e).toLowerCase().includes(filter)).reverse().map((e) => {
     const cmd = asCommand(e);
-    return h("tr", { class: "history-row" }, h("td", {}, e.id), h("td", {}, h("code", {}, e.method)), h("td", {}, e.ms),
+    return h("tr", { class: "history-row" }, h("td", {}, e.id), h("td", {}, e.from === "server" ? "← " : "→ ", h("code", {}, e.method)), h("td", {}, e.ms),
       h("td", { class: e.error ? "err" : "" }, h("details", {}, h("summary", {}, e.error ? `error: ${e.error}` : "ok"),
         h("pre", {}, `→ ${json(e.params)}\n← ${json(e.error !== undefined ? { error: e.error } : e.result)}`))),
       h("td", {}, cmd ? h("button", { type: "button", title: cmd, onclick: () => navigator.clipboard && navigator.clipboard.writeText(cmd) }, "copy as mcpkit") : ""));
