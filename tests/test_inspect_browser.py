@@ -237,16 +237,52 @@ def test_over_http(page: Any) -> None:
         shot(page, "http")
 
 
-def test_server_everything_legacy(page: Any) -> None:
+@pytest.fixture(scope="module")
+def everything() -> Iterator[Running]:
     with running_inspector("--", *everything_argv(), timeout=60) as running:
-        page.goto(running.url)
-        sync_api.expect(page.locator("#server-era")).to_contain_text("legacy (2025-")
-        sync_api.expect(page.locator("#tools-list li[data-name='echo']")).to_be_visible()
-        page.locator("#tools-list li[data-name='echo']").click()
-        page.fill("#arg-echo-message", "hi from the inspector")
-        page.click("#call-tool")
-        sync_api.expect(page.locator("#tool-result")).to_contain_text("hi from the inspector")
-        shot(page, "everything-legacy")
+        yield running
+
+
+def test_server_everything_legacy(everything: Running, page: Any) -> None:
+    page.goto(everything.url)
+    sync_api.expect(page.locator("#server-era")).to_contain_text("legacy (2025-")
+    sync_api.expect(page.locator("#tools-list li[data-name='echo']")).to_be_visible()
+    page.locator("#tools-list li[data-name='echo']").click()
+    page.fill("#arg-echo-message", "hi from the inspector")
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("hi from the inspector")
+    shot(page, "everything-legacy")
+    page.locator("#tools-list li[data-name='get-tiny-image']").click()
+    page.click("#call-tool")
+    image = page.locator("#tool-result .block.image img")
+    sync_api.expect(image).to_be_visible()
+    assert page.evaluate("(img) => img.naturalWidth", image.element_handle()) > 0
+    shot(page, "everything-image")
+
+
+def test_legacy_elicitation_is_answered_in_the_page(everything: Running, page: Any) -> None:
+    open_page(page, everything.url)
+    page.locator("#tools-list li[data-name='trigger-elicitation-request']").click()
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#input-panel")).to_be_visible()
+    shot(page, "everything-elicitation")
+    page.fill("#elicit-name", "Ada Lovelace")
+    page.click("#input-accept")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("Ada Lovelace")
+    assert page.locator("#input-panel").is_hidden()
+    page.click("#call-tool")
+    page.click("#input-decline")
+    sync_api.expect(page.locator("#tool-result")).to_contain_text("decline")
+
+
+def test_legacy_progress_arrives_live(everything: Running, page: Any) -> None:
+    open_page(page, everything.url)
+    page.locator("#tools-list li[data-name='trigger-long-running-operation']").click()
+    page.fill("#arg-trigger-long-running-operation-duration", "2")
+    page.fill("#arg-trigger-long-running-operation-steps", "4")
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#tool-progress-text")).to_contain_text("/4")
+    sync_api.expect(page.locator("#tool-result")).to_be_visible(timeout=15_000)
 
 
 def test_the_page_without_the_token_is_refused(demo: Running, page: Any) -> None:
