@@ -213,6 +213,16 @@ def test_elicitation_is_answered_in_the_page(mrtr: Running, page: Any) -> None:
     sync_api.expect(page.locator("#history")).to_contain_text("elicitation/create")
 
 
+def test_a_running_call_is_cancelled_from_the_page(mrtr: Running, page: Any) -> None:
+    open_page(page, mrtr.url)
+    page.locator("#tools-list li[data-name='greet']").click()
+    page.click("#call-tool")
+    sync_api.expect(page.locator("#input-message")).to_have_text("What is your name?")
+    page.click("#cancel-tool")
+    sync_api.expect(page.locator("#tool-result.error")).to_contain_text("cancelled")
+    sync_api.expect(page.locator("#input-panel")).to_be_hidden()  # the question went with the call
+
+
 def test_sampling_is_answered_in_the_page(mrtr: Running, page: Any) -> None:
     open_page(page, mrtr.url)
     page.locator("#tools-list li[data-name='ask_sample']").click()
