@@ -4,6 +4,7 @@
   ``mcpkit read URI TARGET``, ``mcpkit prompt NAME [key=value ...] TARGET``;
 - ``mcpkit discover TARGET`` prints a server's card, ``mcpkit scan [CONFIG ...]`` probes every
   server the MCP hosts on this machine (or the given configs) know;
+- ``mcpkit inspect TARGET`` serves a web inspector for a server on 127.0.0.1;
 - ``mcpkit serve FILE.py|module[:attr]`` runs a server over stdio or Streamable HTTP.
 
 TARGET is an ``http(s)://`` URL, a server file ``FILE.py``, or ``-- COMMAND [ARGS...]`` at the
@@ -29,13 +30,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompt": ("_prompt", "get a prompt"),
     "discover": ("_discover", "show what a server is: identity, era, versions, capabilities, tools"),
     "scan": ("_scan", "probe every MCP server configured on this machine (or in CONFIG files)"),
+    "inspect": ("_inspect", "open a web inspector for a server (tools with forms, resources, prompts, history)"),
     "serve": ("_serve", "run a server defined in FILE.py or module[:attr]"),
     "login": ("_login:login", "authorize to a server (OAuth) and keep the tokens (needs mcpkit[oauth])"),
     "logout": ("_login:logout", "forget (and revoke) the stored tokens for a server"),
 }
 
 EPILOG = """\
-TARGET (for call, list, read, prompt, discover):
+TARGET (for call, list, read, prompt, discover, inspect):
   http(s)://HOST/PATH       a Streamable HTTP server (needs the http extra: pip install 'mcpkit[http]';
                             --bearer TOKEN, or the tokens `mcpkit login URL` kept)
   FILE.py[:attr]            a server file, run with this Python

@@ -1,0 +1,103 @@
+"""``mcpkit inspect [--port 6274] [--no-browser] TARGET``: a web inspector for a server.
+
+Connects to TARGET with mcpkit's Client and serves the inspector page on 127.0.0.1 (see
+:mod:`mcpkit.inspect`), at a URL with a random access token that it prints (and opens in
+a browser unless ``--no-browser``). Runs until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import socket
+import sys
+from typing import Any
+
+from . import _session
+from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcpkit inspect", description="Open a web inspector for a server: its card, tools (with forms "
+        "built from their input schemas), resources, prompts, and the history of requests. Serves on "
+        "127.0.0.1 at a URL with a random access token, printed on start and opened in a browser "
+        "(not with --no-browser).",
+        epilog="example: mcpkit inspect -- python examples/demo.py")
+    p.add_argument("items", nargs="*", metavar="TARGET", help="an http(s) URL or FILE.py (or -- COMMAND [ARGS...])")
+    p.add_argument("--port", type=int, default=6274, help="the port to listen on (default 6274; 0: any free port)")
+    # --no-browser comes with the connection options (OAuth's): here it also means the page
+    # is not opened, only its URL printed.
+    add_target_options(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    ns, command = _session.parse(p, argv)
+    items = list(ns.items)
+    target = _session.target_or_usage(p, items, command, ns)
+    if isinstance(target, int):
+        return target
+    if items:
+        return usage_error(p, f"unexpected argument {items[0]!r}")
+    if not 0 <= ns.port <= 65535:
+        return usage_error(p, "--port must be between 0 and 65535")
+    try:
+        require_http_extra()
+    except CliError:
+        print("mcpkit inspect: the inspector needs the http extra: pip install 'mcpkit[http]'", file=sys.stderr)
+        return 1
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", ns.port))
+    except OSError as exc:
+        sock.close()
+        print(f"mcpkit inspect: cannot listen on 127.0.0.1:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    sock.listen(128)
+    sock.setblocking(False)
+    try:
+        return asyncio.run(_serve(target, sock, open_browser=not ns.no_browser))
+    finally:
+        sock.close()
+        target.close()
+
+
+async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> int:
+    import uvicorn
+
+    from ..inspect._app import Inspector, InspectorApp
+
+    port = sock.getsockname()[1]
+    token = secrets.token_urlsafe(24)
+    inspector = Inspector(target)
+    card = await inspector.connect()
+    if card.get("connected"):
+        name = card["serverInfo"].get("name") or "server"
+        print(f"mcpkit inspect: connected to {name} ({card.get('era')}) at {card['target']}", flush=True)
+    else:
+        print(f"mcpkit inspect: {card['target']}: {card.get('error')} (the page can reconnect)", file=sys.stderr, flush=True)
+    url = f"http://127.0.0.1:{port}/?token={token}"
+    app = InspectorApp(inspector, token=token, port=port)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
+                            date_header=False, proxy_headers=False)
+
+    class _Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            inspector.closing.set()  # the pages' event streams end, so shutdown can finish
+            await super().shutdown(sockets)
+
+    server = _Server(config)
+    print(f"mcpkit inspect: open {url}", flush=True)
+    if open_browser:
+        import webbrowser
+
+        asyncio.get_running_loop().run_in_executor(None, webbrowser.open, url)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        await inspector.close()
+    return 0
