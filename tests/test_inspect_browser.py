@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api  # the dev extra installs it
 
 from tests.helpers.cli import everything_argv, served
 from tests.helpers.paths import DEMO, MRTR_SERVER, ROOT
 from tests.test_inspect_app import DEMO_TARGET, Running, running_inspector
-
-sync_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = os.environ.get("MCPKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "tests" / ".artifacts" / "inspect"
@@ -26,7 +25,14 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 if not os.path.exists(CHROMIUM):
-    pytest.skip("no chromium (scripts/install_browser.sh installs it)", allow_module_level=True)
+    # Fail, never skip: .ci/run installs chromium; here we try the same script once.
+    import subprocess
+
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "install_browser.sh")], capture_output=True, text=True)
+    CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+    if done.returncode != 0 or not os.path.exists(CHROMIUM):
+        pytest.fail(f"no chromium, and scripts/install_browser.sh could not install it:\n{done.stderr[-2000:]}",
+                    pytrace=False)
 
 TOOLS = ("convert_temperature", "add", "count_down", "save_note")
 
