@@ -49,15 +49,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     p = parser()
-    ns, command = _session.parse(p, argv)
-    items = list(ns.items)
-    target = _session.target_or_usage(p, items, command, ns)
-    if isinstance(target, int):
-        return target
-    if items:
-        from ._target import usage_error
-
-        return usage_error(p, f"unexpected argument {items[0]!r}")
+    begun = _session.begin(p, argv, no_extra=True)
+    if isinstance(begun, int):
+        return begun
+    ns, _items, target = begun
 
     async def body(client: Client) -> int:
         report = await probe(client, target)

@@ -35,13 +35,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     p = parser()
-    ns, command = _session.parse(p, argv)
-    items = list(ns.items)
-    target = _session.target_or_usage(p, items, command, ns)
-    if isinstance(target, int):
-        return target
-    if items:
-        return usage_error(p, f"unexpected argument {items[0]!r}")
+    begun = _session.begin(p, argv, no_extra=True)
+    if isinstance(begun, int):
+        return begun
+    ns, _items, target = begun
     if not 0 <= ns.port <= 65535:
         return usage_error(p, "--port must be between 0 and 65535")
     try:

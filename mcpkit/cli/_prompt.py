@@ -28,11 +28,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     p = parser()
-    ns, command = _session.parse(p, argv)
-    items = list(ns.items)
-    target = _session.target_or_usage(p, items, command, ns)
-    if isinstance(target, int):
-        return target
+    begun = _session.begin(p, argv)
+    if isinstance(begun, int):
+        return begun
+    ns, items, target = begun
     try:
         _values, raw = _args.parse_pairs(items, None)
     except CliError as exc:

@@ -31,6 +31,20 @@ def target_or_usage(parser: argparse.ArgumentParser, positionals: list[str], com
         return usage_error(parser, str(exc))
 
 
+def begin(parser: argparse.ArgumentParser, argv: list[str],
+          no_extra: bool = False) -> tuple[argparse.Namespace, list[str], Target] | int:
+    """Parse ``argv`` and resolve its TARGET: (namespace, the other positionals, target), or
+    the exit code of a usage error. ``no_extra``: positionals besides TARGET are an error."""
+    ns, command = parse(parser, argv)
+    items = list(ns.items)
+    target = target_or_usage(parser, items, command, ns)
+    if isinstance(target, int):
+        return target
+    if no_extra and items:
+        return usage_error(parser, f"unexpected argument {items[0]!r}")
+    return ns, items, target
+
+
 def run(prog: str, target: Target, body: Body, **client_options: Any) -> int:
     return asyncio.run(session(prog, target, body, **client_options))
 
