@@ -34,6 +34,7 @@ import pytest
 
 from mcpkit import Client, Server
 from mcpkit.auth import InMemoryTokenStorage, OAuth, OAuthError
+from tests.helpers.oidc import Provider as SharedProvider
 
 uvicorn = pytest.importorskip("uvicorn")
 jose_jwt = pytest.importorskip("joserfc.jwt")
@@ -65,38 +66,12 @@ def install() -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.split() if "=" in line)
 
 
-class Provider:
-    def __init__(self, install: dict[str, str], resource: str, *, nonce: bool) -> None:
-        self.port = _free_port()
-        self.nonce = nonce
-        self.issuer = f"http://127.0.0.1:{self.port}"
-        script = Path(install["OIDC_PREFIX"]) / "mcpkit-test-provider.mjs"
-        shutil.copyfile(ROOT / "tests" / "oidc" / "provider.mjs", script)
-        env = {**os.environ, "OIDC_PORT": str(self.port), "OIDC_RESOURCE": resource,
-               "OIDC_DPOP_NONCE": "1" if nonce else "0", "NODE_ENV": "development"}
-        self.proc = subprocess.Popen([install["OIDC_NODE"], str(script)], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"oidc-provider exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
-            try:
-                if httpx.get(f"{self.issuer}/.well-known/openid-configuration", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("oidc-provider did not start within 30 s")
+class Provider(SharedProvider):
+    """The shared oidc-provider fixture, remembering whether it demands DPoP nonces."""
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+    def __init__(self, install: dict[str, str], resource: str, *, nonce: bool) -> None:
+        super().__init__(install, resource, nonce=nonce)
+        self.nonce = nonce
 
 
 # ====================================================================== the protected MCP endpoint

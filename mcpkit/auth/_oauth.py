@@ -22,7 +22,7 @@ import hmac
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +111,30 @@ def _short(text: object, limit: int = 200) -> str:
     s = " ".join(str(text).split())
     return s if len(s) <= limit else s[:limit] + "..."
 
+
+
+async def _documents(http: httpx.AsyncClient, urls: Iterable[str], what: str,
+                     problems: list[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Each well-known URL's JSON document in turn; what went wrong with the others goes to
+    ``problems`` (a 404 is not a problem: the next candidate URL is simply tried)."""
+    import httpx
+
+    for url in urls:
+        try:
+            resp = await http.get(url)
+        except httpx.HTTPError as exc:
+            problems.append(f"{url}: {type(exc).__name__}")
+            continue
+        if resp.status_code != 200:
+            if resp.status_code >= 500:
+                problems.append(f"{url}: HTTP {resp.status_code}")
+            continue
+        try:
+            doc = _json_object(resp, what)
+        except OAuthError as exc:
+            problems.append(str(exc))
+            continue
+        yield url, doc
 
 def _json_object(resp: httpx.Response, what: str) -> dict[str, Any]:
     try:
@@ -570,24 +594,9 @@ class OAuth(Auth):
         return prm, await self._fetch_as_metadata(http, servers[0], legacy=False)
 
     async def _fetch_prm(self, http: httpx.AsyncClient, challenge: WWWAuthenticate) -> dict[str, Any] | None:
-        import httpx
-
         problems: list[str] = []
-        for url in D.prm_urls(self.server_url, challenge.resource_metadata):
-            try:
-                resp = await http.get(url)
-            except httpx.HTTPError as exc:
-                problems.append(f"{url}: {type(exc).__name__}")
-                continue
-            if resp.status_code != 200:
-                if resp.status_code >= 500:
-                    problems.append(f"{url}: HTTP {resp.status_code}")
-                continue
-            try:
-                prm = _json_object(resp, "the protected resource metadata")
-            except OAuthError as exc:
-                problems.append(str(exc))
-                continue
+        urls = D.prm_urls(self.server_url, challenge.resource_metadata)
+        async for url, prm in _documents(http, urls, "the protected resource metadata", problems):
             resource = prm.get("resource")
             if not isinstance(resource, str) or not D.resource_covers(resource, self.server_url):
                 raise OAuthError(f"the protected resource metadata at {url} is for {_short(resource)!s}, not for "
@@ -600,24 +609,8 @@ class OAuth(Auth):
         return None
 
     async def _fetch_as_metadata(self, http: httpx.AsyncClient, issuer: str, *, legacy: bool) -> dict[str, Any]:
-        import httpx
-
         problems: list[str] = []
-        for url in D.as_metadata_urls(issuer):
-            try:
-                resp = await http.get(url)
-            except httpx.HTTPError as exc:
-                problems.append(f"{url}: {type(exc).__name__}")
-                continue
-            if resp.status_code != 200:
-                if resp.status_code >= 500:
-                    problems.append(f"{url}: HTTP {resp.status_code}")
-                continue
-            try:
-                meta = _json_object(resp, "the authorization server metadata")
-            except OAuthError as exc:
-                problems.append(str(exc))
-                continue
+        async for url, meta in _documents(http, D.as_metadata_urls(issuer), "the authorization server metadata", problems):
             if meta.get("issuer") != issuer:
                 raise OAuthError(f"the authorization server metadata at {url} names issuer "
                                  f"{_short(meta.get('issuer'))!s}, not {issuer}: refusing to use it",
