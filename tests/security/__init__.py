@@ -1,0 +1,1 @@
+"""Security regression tests (issue 18): one module per area; each test fails before its fix."""
