@@ -254,13 +254,42 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://localhost:3000/callback"
 
 
-def make_oauth(url: str, name: str) -> Any:
+async def harness_issuer(url: str) -> str | None:
+    """The authorization server the harness registered its client credentials with.
+
+    mcpkit sends a client secret or private key only to the issuer it is bound to
+    (``OAuth(issuer=...)``). The pre-registration scenario gives that issuer in its context;
+    the client-credentials and enterprise ones do not, so this test client (which trusts
+    the harness's mock, as a user trusts their own configuration) reads it once from the
+    mock's protected resource metadata, as a person would look it up when configuring.
+    """
+    import httpx
+
+    from mcpkit.auth._discovery import prm_urls
+
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        for candidate in prm_urls(url, None):
+            try:
+                resp = await http.get(candidate)
+                servers = resp.json().get("authorization_servers") if resp.status_code == 200 else None
+            except (httpx.HTTPError, ValueError, AttributeError):
+                continue
+            if isinstance(servers, list) and servers and isinstance(servers[0], str):
+                return servers[0]
+    return None
+
+
+async def make_oauth(url: str, name: str) -> Any:
     """The OAuth hook for an auth/* scenario, configured from MCP_CONFORMANCE_CONTEXT."""
     from mcpkit.auth import OAuth, follow_redirects
 
     ctx = context()
     common: dict[str, Any] = {"authorizer": follow_redirects(), "redirect_uri": REDIRECT_URI,
                               "client_name": "mcpkit-conformance-client"}
+    if ctx.get("issuer"):
+        common["issuer"] = ctx["issuer"]
+    elif ctx.get("client_secret") or ctx.get("private_key_pem"):
+        common["issuer"] = await harness_issuer(url)
     if ctx.get("idp_token_endpoint"):
         return OAuth(url, grant="enterprise", client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
                      idp_token_endpoint=ctx["idp_token_endpoint"], idp_id_token=ctx["idp_id_token"],
@@ -272,15 +301,14 @@ def make_oauth(url: str, name: str) -> Any:
                      client_secret=ctx.get("client_secret"), private_key=ctx.get("private_key_pem"),
                      signing_algorithm=ctx.get("signing_algorithm") or "ES256", **common)
     if ctx.get("client_id"):
-        return OAuth(url, client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
-                     issuer=ctx.get("issuer"), **common)
+        return OAuth(url, client_id=ctx["client_id"], client_secret=ctx.get("client_secret"), **common)
     return OAuth(url, client_metadata_url=CIMD_URL, **common)
 
 
 async def auth_flow(url: str, name: str) -> None:
     """auth/*: list tools and call each one, authorizing on the way; the first failure ends
     the run (a refused authorization is the expected outcome of several scenarios)."""
-    async with make_client(url, auth=make_oauth(url, name)) as client:
+    async with make_client(url, auth=await make_oauth(url, name)) as client:
         tools = await client.list_tools()
         log.info("tools: %s", [t.name for t in tools])
         for tool in tools:

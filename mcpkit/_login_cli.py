@@ -40,6 +40,9 @@ def add_auth_options(parser: argparse.ArgumentParser, *, login: bool = False) ->
                         "or set MCPKIT_BEARER_TOKEN")
     g.add_argument("--client-id", help="a pre-registered OAuth client id")
     g.add_argument("--client-secret", help="its secret (or set MCPKIT_CLIENT_SECRET)")
+    g.add_argument("--issuer", metavar="URL",
+                   help="the authorization server the client id/secret/key is registered with: they are "
+                        "sent to no other (needed with a secret or key unless a login remembered it)")
     g.add_argument("--private-key", metavar="PEM_FILE", help="private_key_jwt: the client's private key file")
     g.add_argument("--signing-alg", default="ES256", help="private_key_jwt algorithm: ES256 (default) or RS256")
     g.add_argument("--client-credentials", action="store_true",
@@ -48,6 +51,10 @@ def add_auth_options(parser: argparse.ArgumentParser, *, login: bool = False) ->
     g.add_argument("--no-browser", action="store_true", help="print the authorization URL instead of opening a browser")
     g.add_argument("--token-store", metavar="FILE",
                    help="where tokens are kept (default: oauth.json in the user's data directory)")
+    g.add_argument("--allow-private-network", action="store_true",
+                   help="let the server name authorization servers on private, link-local or loopback addresses")
+    g.add_argument("--allow-cross-origin-metadata", action="store_true",
+                   help="follow a resource_metadata URL on another origin than the server's")
     if not login:
         g.add_argument("--no-login", action="store_true", help="never start an interactive login on a 401")
 
@@ -68,6 +75,7 @@ def add_login_commands(sub: Any) -> None:
                    help="only forget the tokens; do not revoke them at the authorization server")
     q.add_argument("--client-id", help="the pre-registered client id the tokens were issued to (for revocation)")
     q.add_argument("--client-secret", help="its secret (or set MCPKIT_CLIENT_SECRET)")
+    q.add_argument("--issuer", metavar="URL", help="the authorization server that client is registered with")
 
 
 def _storage(args: argparse.Namespace) -> Any:
@@ -86,7 +94,9 @@ def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> O
             key = f.read()
     kw: dict[str, Any] = {"client_id": args.client_id, "client_secret": secret, "private_key": key,
                           "signing_algorithm": args.signing_alg, "scope": args.scope, "storage": _storage(args),
-                          "client_name": "mcpkit"}
+                          "client_name": "mcpkit", "issuer": getattr(args, "issuer", None),
+                          "allow_private_network": getattr(args, "allow_private_network", False),
+                          "allow_cross_origin_metadata": getattr(args, "allow_cross_origin_metadata", False)}
     if args.client_credentials:
         return OAuth(url, grant="client_credentials", **kw)
     if interactive:  # the loopback listener is made only when a login is needed
@@ -151,6 +161,7 @@ def run_login_command(args: argparse.Namespace) -> int:
         from .auth import OAuth
 
         oauth = OAuth(args.url, storage=_storage(args), client_id=getattr(args, "client_id", None),
+                      issuer=getattr(args, "issuer", None),
                       client_secret=getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET"))
         if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
             print(f"Logged out of {args.url}.")

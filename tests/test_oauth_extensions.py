@@ -28,7 +28,7 @@ from mcpkit.auth import OAuth, OAuthError
 BASE = "http://localhost"
 MCP_URL = f"{BASE}/mcp"
 ISSUER = f"{BASE}/as"
-IDP = "http://idp.localhost"
+IDP = "http://127.0.0.2"  # another loopback host (a *.localhost name is not loopback to mcpkit)
 VERSION = "2026-07-28"
 
 
@@ -104,7 +104,7 @@ class Mock:
             return await _send(send, 200, {"resource": MCP_URL, "authorization_servers": [ISSUER]})
         if path == "/.well-known/oauth-authorization-server/as":
             return await _send(send, 200, self.meta)
-        if host.startswith("idp.") and path == "/token":
+        if host.startswith("127.0.0.2") and path == "/token":
             self.idp_forms.append(form)
             return await _send(send, 200, {"access_token": "the-id-jag", "token_type": "N_A",
                                            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"})
@@ -150,6 +150,8 @@ class Mock:
 
 
 async def _call(mock: Mock, **kw: Any) -> str:
+    if kw.get("client_secret") or kw.get("private_key"):
+        kw.setdefault("issuer", ISSUER)  # pre-registered credentials are bound to their issuer
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mock)) as http:
         oauth = OAuth(MCP_URL, http_client=http, **kw)
         async with Client(MCP_URL, mode=VERSION, http_client=http, auth=oauth, cache=False) as client:

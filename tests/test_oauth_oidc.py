@@ -271,7 +271,7 @@ def test_client_credentials(stack: tuple[Provider, ResourceServer]) -> None:
 
     async def go() -> None:
         oauth = OAuth(rs.url, grant="client_credentials", client_id="cc-client", client_secret="cc-secret",
-                      scope="mcp:tools")
+                      issuer=provider.issuer, scope="mcp:tools")
         async with Client(rs.url, mode=VERSION, auth=oauth, cache=False) as client:
             result = await client.call_tool("whoami", {"text": "service"})
             assert result.content[0].text == "service"
@@ -284,11 +284,11 @@ def test_client_credentials(stack: tuple[Provider, ResourceServer]) -> None:
 
 
 def test_wrong_client_secret_is_a_clear_error(stack: tuple[Provider, ResourceServer]) -> None:
-    _, rs = stack
+    provider, rs = stack
 
     async def go() -> None:
         oauth = OAuth(rs.url, grant="client_credentials", client_id="cc-client", client_secret="WRONG-secret-xyz",
-                      scope="mcp:tools")
+                      issuer=provider.issuer, scope="mcp:tools")
         async with Client(rs.url, mode=VERSION, auth=oauth, cache=False) as client:
             await client.list_tools()
 
@@ -362,10 +362,10 @@ def test_login_cli_client_credentials(stack: tuple[Provider, ResourceServer], tm
                                       capsys: pytest.CaptureFixture[str]) -> None:
     from mcpkit import _login_cli
 
-    _, rs = stack
+    provider, rs = stack
     store = tmp_path / "t.json"
     argv = ["login", rs.url, "--client-credentials", "--client-id", "cc-client", "--client-secret", "cc-secret",
-            "--scope", "mcp:tools", "--token-store", str(store)]
+            "--scope", "mcp:tools", "--token-store", str(store), "--issuer", provider.issuer]
     assert _login_cli.main(argv) == 0
     assert "cc-secret" not in capsys.readouterr().out
     bad = [*argv[:5], "--client-secret", "nope-WRONG", *argv[7:], "--force"]

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "OAuth": "mcpkit.auth._oauth",
     "OAuthError": "mcpkit.auth._errors",
-    "AuthorizationResponse": "mcpkit.auth._oauth",
-    "follow_redirects": "mcpkit.auth._oauth",
+    "AuthorizationResponse": "mcpkit.auth._redirects",
+    "follow_redirects": "mcpkit.auth._redirects",
     "TokenStorage": "mcpkit.auth._storage",
     "InMemoryTokenStorage": "mcpkit.auth._storage",
     "FileTokenStorage": "mcpkit.auth._storage",
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from ._challenge import parse_www_authenticate as parse_www_authenticate
     from ._errors import OAuthError as OAuthError
     from ._loopback import LoopbackRedirect as LoopbackRedirect
-    from ._oauth import AuthorizationResponse as AuthorizationResponse
     from ._oauth import OAuth as OAuth
-    from ._oauth import follow_redirects as follow_redirects
+    from ._redirects import AuthorizationResponse as AuthorizationResponse
+    from ._redirects import follow_redirects as follow_redirects
     from ._storage import FileTokenStorage as FileTokenStorage
     from ._storage import InMemoryTokenStorage as InMemoryTokenStorage
     from ._storage import TokenStorage as TokenStorage

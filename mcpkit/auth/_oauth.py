@@ -24,18 +24,21 @@ import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from ..client._auth import Auth, OutgoingRequest
 from ..client._transport import Response
 from . import _discovery as D
+from . import _urls as U
+from ._binding import bind
 from ._challenge import WWWAuthenticate, header_values, parse_www_authenticate
 from ._errors import OAuthError
 from ._pkce import new_state, new_verifier, s256
+from ._redirects import AuthorizationResponse, Authorizer
 from ._storage import InMemoryTokenStorage, TokenStorage
+from ._urlguard import check_url, check_url_now
 
 if TYPE_CHECKING:
     import httpx
@@ -44,8 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit.auth")
 
-#: ``authorizer(authorization_url, redirect_uri)`` → the URL the user agent was redirected to.
-Authorizer = Callable[[str, str], Awaitable[str]]
 #: A token source: a string, or a (sync or async) callable returning one.
 TokenSource = str | Callable[[], "str | Awaitable[str]"]
 
@@ -57,54 +58,6 @@ ASSERTION_TYPE_JWT = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _GRANTS = ("authorization_code", "client_credentials", "jwt_bearer", "enterprise")
 _DPOP_ALGS = ("ES256", "ES384", "ES512", "RS256", "PS256")
 _REFRESH_MARGIN = 30.0
-
-
-@dataclass
-class AuthorizationResponse:
-    """The parameters the authorization server put on the redirect URI."""
-
-    code: str | None = None
-    state: str | None = None
-    iss: str | None = None
-    error: str | None = None
-    error_description: str | None = None
-
-    @classmethod
-    def from_url(cls, url: str) -> AuthorizationResponse:
-        query = parse_qs(urlsplit(url).query, keep_blank_values=True)
-
-        def one(name: str) -> str | None:
-            values = query.get(name)
-            return values[0] if values else None
-
-        return cls(one("code"), one("state"), one("iss"), one("error"), one("error_description"))
-
-
-def follow_redirects(*, max_hops: int = 10, verify: bool = True,
-                     http_client: httpx.AsyncClient | None = None) -> Authorizer:
-    """A headless authorizer: GET the authorization URL and follow redirects until one points
-    at the redirect URI (for authorization servers that approve without a person, e.g. test
-    servers). Anything else than a redirect is an :class:`OAuthError`."""
-
-    async def authorize(url: str, redirect_uri: str) -> str:
-        import httpx
-
-        target = redirect_uri.split("?", 1)[0]
-        async with httpx.AsyncClient(follow_redirects=False, verify=verify, timeout=30.0) as own:
-            http = http_client if http_client is not None else own
-            for _ in range(max_hops):
-                resp = await http.get(url, follow_redirects=False)
-                location = resp.headers.get("location")
-                if resp.status_code in (301, 302, 303, 307, 308) and location:
-                    url = urljoin(url, location)
-                    if url.split("?", 1)[0] == target:
-                        return url
-                    continue
-                raise OAuthError(f"the authorization endpoint answered HTTP {resp.status_code} instead of redirecting "
-                                 "back (it needs a person: use the interactive login)", error="interaction_required")
-        raise OAuthError(f"more than {max_hops} redirects from the authorization endpoint", error="too_many_redirects")
-
-    return authorize
 
 
 def _short(text: object, limit: int = 200) -> str:
@@ -175,10 +128,20 @@ class OAuth(Auth):
       get an ID-JAG at the identity provider, then the JWT-bearer grant at the MCP
       authorization server with ``client_id``/``client_secret``.
 
-    ``client_id``/``client_secret`` are pre-registered credentials, bound to ``issuer`` if
-    given (else to the first authorization server they are used with). ``scope`` overrides
-    the scope selection. ``dpop``: None uses DPoP when the authorization server advertises
-    it, True always, False never.
+    ``client_id``/``client_secret`` (or ``private_key``) are pre-registered credentials,
+    bound to the authorization server ``issuer``: they are never sent to another one (the
+    token store remembers the binding with the tokens, so later runs may omit ``issuer``). A
+    secret or key with no issuer given or remembered is refused (``issuer_required``); a
+    public ``client_id`` alone is bound to the first authorization server it is used with.
+    ``scope`` overrides the scope selection. ``dpop``: None uses DPoP when the authorization
+    server advertises it, True always, False never.
+
+    URLs a server names are checked before they are contacted (see ``mcpkit.auth._urls``):
+    https only (plain http only to loopback hosts, or with ``allow_http``); the challenge's
+    ``resource_metadata`` only on the MCP server's origin unless
+    ``allow_cross_origin_metadata``; loopback only when the MCP server is on loopback, and
+    private, link-local or other non-public addresses (literal, or what a name resolves to)
+    only with ``allow_private_network``.
     """
 
     def __init__(
@@ -212,6 +175,8 @@ class OAuth(Auth):
         verify: bool = True,
         http_client: httpx.AsyncClient | None = None,
         allow_http: bool = False,
+        allow_private_network: bool = False,
+        allow_cross_origin_metadata: bool = False,
         assertion_audience: str = "issuer",
         open_browser: bool = True,
     ) -> None:
@@ -261,6 +226,8 @@ class OAuth(Auth):
         #: Allow plain-http authorization servers and MCP servers off loopback (never do this
         #: outside a lab: tokens and codes would travel in clear).
         self.allow_http = allow_http
+        self.allow_private_network = allow_private_network
+        self.allow_cross_origin_metadata = allow_cross_origin_metadata
         #: ``aud`` of private_key_jwt assertions: "issuer" (RFC 7523bis; the default),
         #: "token_endpoint" (RFC 7523's example, some providers want it), or a literal value.
         self.assertion_audience = assertion_audience
@@ -363,7 +330,7 @@ class OAuth(Auth):
             client = self._client_record(meta)
             if not isinstance(url, str) or client is None:
                 return
-            self._require_secure(url, "the revocation endpoint")
+            await check_url(url, U.NAMED, self._policy, "the revocation endpoint")
             for kind in ("refresh_token", "access_token"):
                 if not tokens.get(kind):
                     continue
@@ -502,14 +469,17 @@ class OAuth(Auth):
             current = (self._tokens or {}).get("access_token")
             if current is not None and current != sent:
                 return  # another request already got a new token
-            self._require_secure(self.server_url, "the MCP server")
+            check_url_now(self.server_url, U.SERVER, self._policy, "the MCP server")
             async with self._http() as http:
                 prm, meta = await self._discover(http, challenge)
-                for key in ("issuer", "authorization_endpoint", "token_endpoint", "registration_endpoint"):
+                for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
                     if isinstance(meta.get(key), str):
-                        self._require_secure(meta[key], f"the authorization server's {key}")
+                        await check_url(meta[key], U.NAMED, self._policy, f"the authorization server's {key}")
                 if self._idp_token_endpoint is not None:
-                    self._require_secure(self._idp_token_endpoint, "the identity provider's token endpoint")
+                    check_url_now(self._idp_token_endpoint, U.CONFIGURED, self._policy,
+                                  "the identity provider's token endpoint")
+                if self._client_id:
+                    self._client_record(meta)  # bound credentials: refused here, before anything is sent
                 self._as_meta = meta
                 resource = prm.get("resource") if prm is not None else None
                 scopes = self._select_scopes(challenge, prm, meta)
@@ -524,16 +494,10 @@ class OAuth(Auth):
             self._requested = scopes
             self._store(tokens, meta, resource, scopes)
 
-    def _require_secure(self, url: str, what: str) -> None:
-        """HTTPS, or http on a loopback host (the spec's communication security rule)."""
-        p = urlsplit(url)
-        host = (p.hostname or "").lower()
-        if p.scheme == "https" or self.allow_http:
-            return
-        if p.scheme == "http" and (host in ("localhost", "::1") or host.startswith("127.") or host.endswith(".localhost")):
-            return
-        raise OAuthError(f"{what} is not served over HTTPS ({p.scheme}://{p.netloc}): refusing to send credentials "
-                         "(allow_http=True overrides this for lab setups)", error="insecure_transport")
+    @property
+    def _policy(self) -> U.UrlPolicy:
+        return U.UrlPolicy(self.server_url, self.allow_http, self.allow_private_network,
+                           self.allow_cross_origin_metadata)
 
     def _store(self, tokens: dict[str, Any], meta: Mapping[str, Any], resource: str | None, scopes: list[str]) -> None:
         record: dict[str, Any] = {
@@ -543,6 +507,8 @@ class OAuth(Auth):
             "resource": resource,
             "scope_requested": " ".join(scopes),
         }
+        if self._client_id:  # the pre-registered client: its credentials stay bound to this issuer
+            record["client_id"] = self._client_id
         if tokens.get("refresh_token"):
             record["refresh_token"] = tokens["refresh_token"]
         if tokens.get("scope"):
@@ -595,6 +561,9 @@ class OAuth(Auth):
 
     async def _fetch_prm(self, http: httpx.AsyncClient, challenge: WWWAuthenticate) -> dict[str, Any] | None:
         problems: list[str] = []
+        if challenge.resource_metadata:
+            await check_url(challenge.resource_metadata, U.RESOURCE_METADATA, self._policy,
+                            "the challenge's resource_metadata")
         urls = D.prm_urls(self.server_url, challenge.resource_metadata)
         async for url, prm in _documents(http, urls, "the protected resource metadata", problems):
             resource = prm.get("resource")
@@ -610,6 +579,7 @@ class OAuth(Auth):
 
     async def _fetch_as_metadata(self, http: httpx.AsyncClient, issuer: str, *, legacy: bool) -> dict[str, Any]:
         problems: list[str] = []
+        await check_url(issuer, U.NAMED, self._policy, "the authorization server")
         async for url, meta in _documents(http, D.as_metadata_urls(issuer), "the authorization server metadata", problems):
             if meta.get("issuer") != issuer:
                 raise OAuthError(f"the authorization server metadata at {url} names issuer "
@@ -629,8 +599,10 @@ class OAuth(Auth):
     # ------------------------------------------------------------------ client registration
     def _client_record(self, meta: Mapping[str, Any]) -> dict[str, Any] | None:
         issuer = str(meta.get("issuer"))
-        if self._client_id and (self._cred_issuer is None or self._cred_issuer == issuer):
-            self._cred_issuer = issuer  # pre-registered credentials stay with one authorization server
+        if self._client_id:  # pre-registered credentials stay with one authorization server
+            self._cred_issuer = bind(self._client_id, issuer, bound=self._cred_issuer,
+                                     stored=self._tokens or self.storage.get_tokens(self._key),
+                                     confidential=bool(self._client_secret or self._private_key))
             record: dict[str, Any] = {"client_id": self._client_id}
             if self._client_secret:
                 record["client_secret"] = self._client_secret
@@ -782,7 +754,8 @@ class OAuth(Auth):
                              "(a forged or stale redirect)", error="state_mismatch")
         if answer.error:
             desc = f" ({_short(answer.error_description)})" if answer.error_description else ""
-            raise OAuthError(f"the authorization server refused: {_short(answer.error, 60)}{desc}", error=answer.error)
+            raise OAuthError(f"the authorization server refused: {_short(answer.error, 60)}{desc}", error=answer.error,
+                             description=answer.error_description)
         # RFC 9207 §2.4: a present iss is compared exactly; a missing one is refused if advertised.
         if answer.iss is not None:
             if answer.iss != recorded_issuer:
@@ -802,10 +775,7 @@ class OAuth(Auth):
 
     async def _client_credentials(self, meta: Mapping[str, Any], resource: str | None,
                                   scopes: list[str]) -> dict[str, Any]:
-        client = self._client_record(meta)
-        if client is None:
-            raise OAuthError(f"the client credentials are bound to {self._cred_issuer}, but the server now uses "
-                             f"{meta.get('issuer')}", error="issuer_changed")
+        client = self._client_record(meta) or {}  # raises when the credentials belong elsewhere
         form = {"grant_type": "client_credentials"}
         if scopes:
             form["scope"] = " ".join(scopes)
