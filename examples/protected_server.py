@@ -1,12 +1,14 @@
 """An MCP server protected by OAuth: JWT access tokens from one authorization server, the
 audience checked against this server's URL, a scope for everyone and one more for writes.
 
+    MCPKIT_AUTH_ISSUER=https://auth.example.com mcpkit serve --http --port 8000 examples/protected_server.py
     MCPKIT_AUTH_ISSUER=https://auth.example.com python examples/protected_server.py [PORT]
 
 A request without a token gets 401 and a challenge naming the protected resource metadata
 (``/.well-known/oauth-protected-resource/mcp``), which names the issuer: MCP clients with
-OAuth support (mcpkit's, the official SDKs') log in from there. Behind a proxy, set
-``MCPKIT_PUBLIC_URL`` to the URL clients use (it is the audience tokens must name).
+OAuth support (mcpkit's, the official SDKs') log in from there. The audience tokens must
+name is the URL the server is bound to (``http://127.0.0.1:8000/mcp``); behind a proxy, set
+``MCPKIT_PUBLIC_URL`` to the URL clients use.
 """
 
 from __future__ import annotations
@@ -17,14 +19,13 @@ import sys
 from mcpkit import Context, Server
 from mcpkit.auth.server import ResourceServerAuth
 
-PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
 ISSUER = os.environ.get("MCPKIT_AUTH_ISSUER", "http://127.0.0.1:9000")
-URL = os.environ.get("MCPKIT_PUBLIC_URL", f"http://127.0.0.1:{PORT}/mcp")
+PUBLIC_URL = os.environ.get("MCPKIT_PUBLIC_URL")  # None: the bound address
 
 server = Server(
     "protected-notes",
     "1.0.0",
-    auth=ResourceServerAuth(issuer=ISSUER, resource=URL, scopes=["notes:read"]),
+    auth=ResourceServerAuth(issuer=ISSUER, resource=PUBLIC_URL, scopes=["notes:read"]),
 )
 NOTES: dict[str, dict[str, str]] = {}  # per caller
 
@@ -50,4 +51,4 @@ def add_note(ctx: Context, title: str, text: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run("http", port=PORT)
+    server.run("http", port=int(sys.argv[1]) if len(sys.argv) > 1 else 8000)

@@ -35,8 +35,10 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
     ``MCPKIT_REDIS_URL``). Blocks until SIGINT/SIGTERM.
 
     Raises ValueError when ``workers > 1`` without Redis (the message says why and what to do).
-    ``app_options`` go to the ASGI app (``allowed_hosts``, ``session_idle_timeout``...) and
-    must be JSON-serialisable. A worker that dies is replaced; when they keep dying as soon
+    ``app_options`` go to the ASGI app (``allowed_hosts``, ``session_idle_timeout``,
+    ``public_url``...) and must be JSON-serialisable. The server's own ``Server(auth=...)``
+    protects every worker; its audience is the bound address unless it names ``resource=``
+    (a wildcard ``host`` needs ``resource=`` or ``public_url``). A worker that dies is replaced; when they keep dying as soon
     as they start (a broken server file), RuntimeError is raised once they are all stopped.
     """
     redis_url = redis_url or os.environ.get("MCPKIT_REDIS_URL") or None
@@ -156,6 +158,8 @@ def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host:
            port: int = 8000) -> None:
     from .transports.http import run_http_server
 
+    # run_http_server applies the server's own auth (Server(auth=...)), with the audience fixed
+    # from the socket the worker serves (or app_options["public_url"]).
     server = load_server(config["spec"])
     on_shutdown = None
     if config.get("redis_url"):
@@ -179,7 +183,11 @@ def _worker_main(argv: list[str]) -> None:
     """A child: serve on the inherited socket ``argv[0]`` with the JSON config ``argv[1]``."""
     fd, config = int(argv[0]), json.loads(argv[1])
     sock = socket.socket(fileno=fd)
-    _serve(config, sockets=[sock])
+    try:
+        _serve(config, sockets=[sock])
+    except ValueError as exc:  # e.g. an auth without resource= on a wildcard address: one line
+        print(f"mcpkit: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

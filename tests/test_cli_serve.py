@@ -152,7 +152,7 @@ def test_startup_line_names_the_url_and_the_eras():
     srv = Served(DEMO)
     try:
         m = srv.startup()
-        assert m.group(0) == f"serving mcpkit-demo 1.0.0 on http://127.0.0.1:{srv.port}/mcp (modern + legacy)"
+        assert m.group(0) == f"serving mcpkit-demo 1.0.0 on http://127.0.0.1:{srv.port}/mcp (modern + legacy, unprotected)"
     finally:
         srv.stop()
 
@@ -160,7 +160,7 @@ def test_startup_line_names_the_url_and_the_eras():
 def test_startup_line_says_modern_only(tmp_path):
     (tmp_path / "modern.py").write_text("from mcpkit import Server\nserver = Server('m', '3.1.4', legacy=False)\n")
     with served("modern.py", cwd=tmp_path) as srv:
-        assert srv.lines[-1].strip().endswith(f"on {srv.url} (modern only)")
+        assert srv.lines[-1].strip().endswith(f"on {srv.url} (modern only, unprotected)")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -143,6 +143,7 @@ def _accepts(fn: Any, name: str) -> bool:
 # ---------------------------------------------------------------- http
 def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     from .._workers import serve_workers
+    from ._serve_auth import plan_auth
 
     if ns.auth_issuer or ns.auth_introspect:
         print(f"{PROG}: --auth-* with --workers/--redis is not supported yet; protect each worker with "
@@ -153,7 +154,20 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
 
         print(f"{PROG}: {NEEDS_REDIS.format(n=ns.workers)}", file=sys.stderr)
         return 2
+    # Loaded here too (each worker loads its own): a broken file is one line before any
+    # worker starts, and the startup line can say what protects the endpoint.
+    server = _load_or_report(ns.spec)
+    if server is None:
+        return 2
+    plan = plan_auth(ns, server)
+    if isinstance(plan, str):
+        print(f"{PROG}: {plan}", file=sys.stderr)
+        return 2
+    auth, public_url = plan
+    if public_url:
+        options["public_url"] = public_url
     where = f"http://{_hostport(ns.host, ns.port)}{ns.path}"
+    print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
         serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, **options)
@@ -191,26 +205,32 @@ def _serve_http(ns: argparse.Namespace) -> int:
         server = _load_or_report(ns.spec)
         if server is None:
             return 2
+        from ._serve_auth import plan_auth
+
+        plan = plan_auth(ns, server)
+        if isinstance(plan, str):
+            print(f"{PROG}: {plan}", file=sys.stderr)
+            return 2
+        auth, public_url = plan
         problem = _check_bind(ns.host, ns.port)
         if problem:
             print(f"{PROG}: cannot listen on {_hostport(ns.host, ns.port)}: {problem}", file=sys.stderr)
             return 1
         from ..transports.http import run_http_server
 
-        print(startup_line(server, f"http://{_hostport(ns.host, ns.port)}{ns.path}"), file=sys.stderr, flush=True)
-        options: dict[str, Any] = {"host": ns.host, "port": ns.port, "path": ns.path}
+        options: dict[str, Any] = {"host": ns.host, "port": ns.port, "path": ns.path, "auth": auth}
+        if public_url:
+            options["public_url"] = public_url
         if ns.allowed_host:
             options["allowed_hosts"] = ns.allowed_host
         if ns.allowed_origin:
             options["allowed_origins"] = ns.allowed_origin
-        if ns.auth_issuer or ns.auth_introspect:
-            try:
-                from ..auth.server import build_auth_from_cli
-            except ImportError:
-                print(f"{PROG}: --auth-* needs the oauth extra: pip install 'mcpkit[oauth]'", file=sys.stderr)
-                return 1
-            options["auth"] = build_auth_from_cli(ns)
-        run_http_server(server, **options)
+        print(startup_line(server, f"http://{_hostport(ns.host, ns.port)}{ns.path}", auth), file=sys.stderr, flush=True)
+        try:
+            run_http_server(server, **options)
+        except ValueError as exc:  # a configuration the app refuses (said before serving anything)
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2
     except _Stop as stop:
         _stopped_line(stop.signum)
     except KeyboardInterrupt:
@@ -220,8 +240,14 @@ def _serve_http(ns: argparse.Namespace) -> int:
     return 0
 
 
-def startup_line(server: Server, where: str) -> str:
+def startup_line(server: Server, where: str, auth: Any = None) -> str:
+    """``serving NAME VERSION on WHERE (ERAS)``; over HTTP the parenthesis also says what guards
+    the endpoint: ``OAuth: ISSUER`` or ``unprotected``."""
     eras = "modern + legacy" if getattr(server, "legacy", True) else "modern only"
+    if where.startswith(("http://", "https://")):
+        from ._serve_auth import protection
+
+        eras += ", " + protection(auth)
     return f"serving {server.name} {server.version} on {where} ({eras})"
 
 

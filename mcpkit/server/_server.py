@@ -148,8 +148,9 @@ class Server:
         self._modern = ModernEra(self, include_server_info)
         #: The tasks extension (io.modelcontextprotocol/tasks), once enabled.
         self.tasks: Tasks | None = None
-        #: OAuth protection for HTTP (``mcpkit.auth.server.ResourceServerAuth``): the default
-        #: of :meth:`http_app` and ``run("http")``. stdio is never authenticated.
+        #: OAuth protection for HTTP (``mcpkit.auth.server.ResourceServerAuth``), applied however
+        #: the server is served over HTTP (``run("http")``, :meth:`http_app`, ``mcpkit serve --http``,
+        #: workers, ``--reload``). stdio is never authenticated.
         self.auth = auth
         self._method_scopes: dict[str, frozenset[str]] = {}
         if task_store is not None:
@@ -558,18 +559,15 @@ class Server:
         elif transport == "http":
             from ..transports.http import run_http_server
 
-            if self.auth is not None:
-                kwargs.setdefault("auth", self.auth)
-            run_http_server(self, **kwargs)
+            run_http_server(self, **kwargs)  # applies self.auth (unless another auth= is given)
         else:
             raise ValueError(f"unknown transport {transport!r}")
 
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
-        """This server as an ASGI application serving Streamable HTTP at ``path``."""
+        """This server as an ASGI application serving Streamable HTTP at ``path`` (protected by
+        ``self.auth`` unless another ``auth=`` is given)."""
         from ..transports.http import HttpApp
 
-        if self.auth is not None:
-            kwargs.setdefault("auth", self.auth)
         return HttpApp(self, path=path, **kwargs)
 
     def open_legacy_session(self, *, send: SendRaw | None = None, state: dict[str, Any] | None = None,

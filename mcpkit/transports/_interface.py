@@ -132,7 +132,8 @@ class Authenticator(Protocol):
     """Guards an HTTP endpoint with OAuth access tokens (``mcpkit.auth.server.ResourceServerAuth``)."""
 
     def resource_url(self, scheme: str, host: str | None, path: str) -> str:
-        """The canonical URL of the endpoint at ``path`` (the configured one, or from the request)."""
+        """The canonical URL of the endpoint at ``path``: the configured one, else built from
+        ``host``, the ``host:port`` of the local socket (never the request's ``Host`` header)."""
         ...
 
     def metadata_document(self, resource: str) -> bytes:

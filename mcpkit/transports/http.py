@@ -23,7 +23,7 @@ from ..protocol import codec, errors, inbound, routing
 from ..protocol import headers as H
 from ..protocol.routing import OpenSession, ServeModern
 from ..protocol.types import CallToolParams
-from . import _asgi, _limits
+from . import _asgi, _limits, _resource
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
 from ._http_legacy import LegacyEndpoint, SessionStore
 from ._interface import Authenticator, AuthRefusal, Dispatcher
@@ -53,6 +53,8 @@ _WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b
                              b"last-event-id", b"dpop"})
 _PRM_PREFIX = "/.well-known/oauth-protected-resource"
 _FORBIDDEN = errors.MCPError(errors.INVALID_REQUEST, "Forbidden: Origin or Host is not allowed (DNS rebinding protection)")
+_NO_RESOURCE = errors.MCPError(errors.INTERNAL_ERROR, "This server cannot tell its own URL, so it cannot check access "
+                               "tokens; its operator must configure the resource URL")
 
 
 _HOSTPORT = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::(\d{1,5}))?")
@@ -146,16 +148,18 @@ class HttpApp:
         max_sessions: int = 1000,
         auth: Authenticator | None = None,
         session_store: SessionStore | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
-        #: OAuth protection (``mcpkit.auth.server.ResourceServerAuth``); None: open to all.
-        self.auth = auth
-        if auth is not None and self.policy.any_host and getattr(auth, "resource", None) is None:
-            # The resource URL (the audience tokens must name) would come from the Host header,
-            # which any client sets: a token for another server could then pass.
-            raise ValueError("with allowed_hosts=['*'], give the canonical URL: ResourceServerAuth(resource=...)")
+        #: OAuth protection (``mcpkit.auth.server.ResourceServerAuth``): ``auth``, else the
+        #: server's own ``Server(auth=...)``; None (open to all) only when neither is set.
+        self.auth: Authenticator | None = _resource.serving_auth(server, auth)
+        auth = self.auth
+        #: The protected resource URL when fixed (the auth's ``resource=``, else ``public_url``);
+        #: None: the local address of each request's socket (never a request header).
+        self.resource = _resource.fixed_resource(auth, public_url, self.policy.any_host)
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
@@ -202,8 +206,13 @@ class HttpApp:
             await _asgi.respond_error(send, *refused)
             return
         principal: Any = None
+        resource = ""
         if self.auth is not None:
-            resource = self._resource(scope, hdrs)
+            found = self._resource(scope)
+            if found is None:
+                await _asgi.respond_error(send, 503, _NO_RESOURCE)
+                return
+            resource = found
             principal = await self.auth.authenticate(method, resource, hdrs, scope.get("query_string", b""))
             if type(principal) is AuthRefusal:
                 await self._refused(principal, method, hdrs, receive, send, resource)
@@ -355,12 +364,19 @@ class HttpApp:
         return exc
 
     # ------------------------------------------------------------------ OAuth
-    def _resource(self, scope: Scope, hdrs: dict[str, str]) -> str:
-        """The canonical URL of this endpoint (the auth's configured one, or this request's)."""
+    def _resource(self, scope: Scope) -> str | None:
+        """The canonical URL of this endpoint: the fixed one, else from the local address of
+        the socket the request came in on (never from the ``Host`` header); None: unknown."""
         assert self.auth is not None
+        if self.resource is not None:
+            return self.resource
+        where = _resource.socket_authority(scope.get("server"))
+        if where is None:
+            log.error("cannot tell this endpoint's URL (the audience tokens must name): give ResourceServerAuth(resource=...)")
+            return None
         root = scope.get("root_path", "")
         path = self.path if not root or self.path.startswith(root) else root + self.path
-        return self.auth.resource_url(scope.get("scheme", "http"), hdrs.get("host"), path)
+        return self.auth.resource_url(scope.get("scheme", "http"), where, path)
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         """RFC 9728 metadata at the path-inserted URL, and at the root when this app owns it."""
@@ -369,7 +385,10 @@ class HttpApp:
         if not self.policy.host_ok(hdrs.get("host")):
             await _asgi.respond_error(send, 403, _FORBIDDEN)
             return
-        resource = self._resource(scope, hdrs)
+        resource = self._resource(scope)
+        if resource is None:
+            await _asgi.respond_error(send, 503, _NO_RESOURCE)
+            return
         from urllib.parse import urlsplit
 
         suffix = scope["path"][len(_PRM_PREFIX):].rstrip("/")
@@ -543,6 +562,9 @@ def run_http_server(
 
     ``sockets``: already-listening sockets to serve (workers sharing one; then ``host`` and
     ``port`` are not bound). ``on_shutdown`` runs after the server stopped accepting.
+    The server's own ``auth`` applies (unless ``auth=`` names another); its audience is the
+    auth's ``resource=``, else ``public_url``, else the address bound here (a wildcard host
+    without either is refused with ValueError).
     ``app_options`` are :class:`HttpApp`'s (``allowed_hosts``, ``max_body_bytes``...) and the
     limits of :class:`mcpkit.transports._limits.Limits`: ``max_header_bytes``, ``max_headers``,
     ``request_timeout``, ``keep_alive_timeout``, ``max_connections``, ``max_inflight``,
@@ -555,6 +577,7 @@ def run_http_server(
     if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
     limits = _limits.Limits.pop_from(app_options)
+    _resource.bind(server, app_options, host, port, path, sockets)  # the audience: the address bound
     app = HttpApp(server, path=path, **app_options)
     # proxy_headers off: mcpkit reads neither the client address nor the scheme, so the
     # X-Forwarded-* rewrite would be work for nothing on every request.

@@ -47,7 +47,11 @@ class ResourceServerAuth:
     ``verifier``: a :class:`TokenVerifier` (a :class:`JWTVerifier`, an
     :class:`IntrospectionVerifier`, or yours); ``issuer`` alone makes a JWTVerifier.
     ``resource``: the canonical URL of the endpoint, mount path included (behind a proxy,
-    the public one); by default it is the URL the request came to (scheme, Host, path).
+    the public one): the audience tokens must name. By default it is the address the server
+    is bound to (``http://127.0.0.1:8000/mcp``), fixed when ``run("http")`` or ``mcpkit serve``
+    binds it (a wildcard bind such as ``0.0.0.0`` needs ``resource=``); under another ASGI
+    server, the local address of the socket each request came in on. Never the ``Host``
+    header, which the client chooses.
     ``scopes``: required for every request (and named in 401 challenges).
     ``scopes_supported``: published in the metadata (default: ``scopes``, the minimal set
     for basic use, as the MCP spec asks; the scopes of single operations are asked for by
@@ -115,6 +119,9 @@ class ResourceServerAuth:
 
     # ------------------------------------------------------------------ metadata
     def resource_url(self, scheme: str, host: str | None, path: str) -> str:
+        """The configured ``resource``, else ``scheme://host/path`` where ``host`` is the
+        authority of the local socket the server is reached on (the app passes it; never a
+        request's ``Host`` header)."""
         if self.resource is not None:
             return self.resource
         key = (scheme, host, path)
