@@ -186,9 +186,15 @@ class HttpTransport(ClientTransport):
 
     async def _discard(self, method: str, content: bytes | None, headers: Mapping[str, str]) -> int:
         """Send a request whose answer has nothing for us (a notification, our answer to the
-        server, DELETE); its body is never read. Returns the status."""
+        server, DELETE); its body is read and dropped (so the connection can be reused), up to
+        ``max_response_bytes`` (then the connection is closed). Returns the status."""
         client = await self._pool()
         async with client.stream(method, self.url, content=content, headers=headers) as resp:
+            read = 0
+            async for raw in resp.aiter_raw():
+                read += len(raw)
+                if read > self.max_response_bytes:
+                    break
             return resp.status_code
 
     async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:

@@ -4,7 +4,7 @@ A raw asyncio HTTP server on 127.0.0.1 (in a thread of this process) answers ``t
 by the tool's name: ``ok`` normally; ``declared`` with a 64 MiB JSON body and its
 Content-Length; ``chunked`` with 64 MiB of JSON and no Content-Length; ``sse-line`` with an
 event stream whose one line never ends; ``sse-event`` with an event whose data lines never
-stop. The client must raise :class:`ResponseTooLarge` quickly, naming the limit and the
+stop; ``gzip`` with 64 KiB of gzip that inflates to 64 MiB. The client must raise :class:`ResponseTooLarge` quickly, naming the limit and the
 option, close that connection, stay within a bounded RSS (measured in a child process from
 ``/proc/self/status``), and answer the next request.
 """
@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,10 @@ class HostileServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.open = 0  # connections open right now
+        packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+        piece = b"x" * CHUNK
+        self.bomb = packer.compress(b'{"jsonrpc":"2.0","id":1,"result":{"pad":"') + b"".join(
+            packer.compress(piece) for _ in range(HUGE // CHUNK)) + packer.compress(b'"}}') + packer.flush()
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server: asyncio.Server | None = None
@@ -124,6 +129,11 @@ class HostileServer:
         await self._send(writer, head, b'{"jsonrpc":"2.0","id":%d,"result":{"pad":[' % rid, b"1," * (CHUNK // 2),
                          chunked=True)
 
+    async def _gzip(self, writer: asyncio.StreamWriter, rid: Any) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(self.bomb) + self.bomb)
+        await writer.drain()
+
     async def _sse_line(self, writer: asyncio.StreamWriter, rid: Any) -> None:
         head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         await self._send(writer, head, b"event: message\ndata: ", b"x" * CHUNK, chunked=True)
@@ -172,25 +182,25 @@ async def main(url):
 asyncio.run(main(sys.argv[1]))
 """
 
-CASES = ("declared", "chunked", "sse-line", "sse-event")
+CASES = ("declared", "chunked", "gzip", "sse-line", "sse-event")
+WHAT = {"declared": "the HTTP response", "chunked": "the HTTP response", "gzip": "the HTTP response",
+        "sse-line": "an SSE line", "sse-event": "an SSE event"}
 
 
-def test_huge_answers_are_refused_quickly_with_bounded_memory(hostile: HostileServer) -> None:
-    proc = subprocess.run([sys.executable, "-c", CHILD, hostile.url, *CASES], env=subprocess_env(),
-                          capture_output=True, text=True, timeout=180)
+@pytest.mark.parametrize("case", CASES)
+def test_a_huge_answer_is_refused_quickly_with_bounded_memory(hostile: HostileServer, case: str) -> None:
+    """One child per case: its peak RSS (VmHWM) against its RSS after a first small answer."""
+    proc = subprocess.run([sys.executable, "-c", CHILD, hostile.url, case], env=subprocess_env(),
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     limit = 16 * MIB
-    what = {"declared": "the HTTP response", "chunked": "the HTTP response", "sse-line": "an SSE line",
-            "sse-event": "an SSE event"}
-    for name in CASES:
-        case = out[name]
-        assert case["error"] == (f"ResponseTooLarge: {what[name]} from {hostile.url} is longer than {limit} bytes"
-                                 " (max_response_bytes); it was not read further"), (name, case)
-        assert case["seconds"] < 8, (name, case)
-        assert case["next"] == "ok", (name, case)  # the client keeps working
+    assert out[case]["error"] == (f"ResponseTooLarge: {WHAT[case]} from {hostile.url} is longer than {limit} bytes"
+                                  " (max_response_bytes); it was not read further"), out
+    assert out[case]["seconds"] < 8, out
+    assert out[case]["next"] == "ok", out  # the same Client answers the next request
     grown_mib = (out["peak_kb"] - out["base_kb"]) / 1024
-    assert grown_mib < 56, f"RSS grew by {grown_mib:.0f} MiB reading answers capped at 16 MiB"
+    assert grown_mib < 40, f"RSS grew by {grown_mib:.0f} MiB for an answer capped at 16 MiB"  # 64 MiB sent
 
 
 def test_the_option_sets_the_limit_and_the_connection_is_released(hostile: HostileServer) -> None:
