@@ -13,7 +13,7 @@ from typing import Any
 from .protocol.errors import MCPError, MCPKitError, ResourceNotFound
 
 __all__ = [
-    "HttpStatusError", "MCPError", "MCPKitError", "ProtocolError", "ResourceNotFound", "ToolError",
+    "HttpStatusError", "MCPError", "MCPKitError", "ProtocolError", "ResourceNotFound", "ResponseTooLarge", "ToolError",
     "TransportClosed", "TransportError",
 ]
 
@@ -43,3 +43,13 @@ class HttpStatusError(TransportError):
         self.body = body
         #: The response headers (a case-insensitive mapping), when the transport has them.
         self.headers = headers
+
+
+class ResponseTooLarge(ProtocolError):
+    """An HTTP answer longer than the client's ``max_response_bytes``: a JSON body, or one line
+    or event of an SSE stream. Nothing past the limit was read; the connection was closed."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        #: The limit that was exceeded, in bytes.
+        self.limit = limit

@@ -1,6 +1,6 @@
 """Client side: discover, list and call over stdio, in-memory or HTTP."""
 
-from ..errors import HttpStatusError, ProtocolError, TransportClosed, TransportError
+from ..errors import HttpStatusError, ProtocolError, ResponseTooLarge, TransportClosed, TransportError
 from ._auth import Auth, BearerAuth, OutgoingRequest
 from ._client import Client
 from ._era import EraCache
@@ -11,6 +11,7 @@ from ._transport import Capabilities, ClientTransport, Response
 
 __all__ = [
     "Auth", "BearerAuth", "Capabilities", "Client", "ClientTransport", "EraCache", "HttpStatusError", "Notification",
-    "OutgoingRequest", "ProtocolError", "Recovery", "RequestNotRetried", "Response", "TaskCancelled", "TaskHandle",
+    "OutgoingRequest", "ProtocolError", "Recovery", "RequestNotRetried", "Response", "ResponseTooLarge", "TaskCancelled",
+    "TaskHandle",
     "TransportClosed", "TransportError",
 ]

@@ -23,7 +23,7 @@ class OutgoingRequest:
     """
 
     __slots__ = ("method", "params", "headers", "on_note", "progress_token", "log_level", "timeout", "stamp_meta",
-                 "http_method")
+                 "http_method", "credentials")
 
     def __init__(self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None,
                  on_note: OnNote | None = None, progress_token: str | None = None, log_level: str | None = None,
@@ -41,6 +41,9 @@ class OutgoingRequest:
         #: The HTTP method it goes out with: POST, except a transport's own GET stream and
         #: DELETE (an auth hook that signs requests, e.g. DPoP, needs it).
         self.http_method = http_method
+        #: Set once sent: the partition of the credentials its final exchange carried (see
+        #: :attr:`Response.credentials`); None when unknown (private results are then not cached).
+        self.credentials: str | None = None
 
     def copy(self, params: dict[str, Any] | None) -> OutgoingRequest:
         """The same call with other params (an MRTR retry); headers start afresh."""
@@ -73,8 +76,10 @@ class Auth:
             flow.close()
 
     def cache_context(self) -> str:
-        """Which credentials this hook sends, so private cache entries never cross them.
-        Empty by default; override when the credentials can change (another user, say)."""
+        """Narrows the partition of private cache entries further. Not needed for what the
+        hook puts in headers: private entries are already partitioned by the credential
+        headers each request actually carried (a hook that changes the request's params
+        makes its private results uncacheable). Empty by default."""
         return ""
 
     def client_extensions(self) -> dict[str, Any]:

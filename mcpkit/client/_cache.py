@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any, Literal
 
 import msgspec
@@ -17,6 +18,10 @@ _LIST_OF = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 
+#: (partition, key): the partition is None for public entries, else the credentials'
+#: keyed hash (see ``_credentials``).
+_Slot = tuple[str | None, bytes]
+
 
 def cache_key(method: str, params: dict[str, Any] | None) -> bytes:
     """Method plus the parameters that shape the result (never ``_meta``)."""
@@ -25,41 +30,63 @@ def cache_key(method: str, params: dict[str, Any] | None) -> bytes:
 
 
 class ResponseCache:
-    """Fresh results by key. ``private`` entries live in the partition of the auth context
-    that fetched them, so a different token never sees them; ``public`` ones are shared."""
+    """Fresh results by key. ``private`` entries live in the partition of the credentials the
+    request that fetched them carried, so other credentials never see them; when those are
+    unknown (``partition=None``) a private result is not kept at all. ``public`` ones are shared."""
 
     def __init__(self, max_entries: int = 1024) -> None:
         self.max_entries = max_entries
-        self._entries: dict[tuple[str | None, bytes], tuple[float, dict[str, Any]]] = {}
+        self._entries: dict[_Slot, tuple[float, dict[str, Any]]] = {}
+        self._private: Counter[bytes] = Counter()  # key -> how many private entries it has
 
-    def get(self, key: bytes, auth: str) -> dict[str, Any] | None:
+    def has_private(self, key: bytes) -> bool:
+        """Whether some partition holds an entry for ``key`` (worth learning the partition)."""
+        return self._private[key] > 0
+
+    def get(self, key: bytes, partition: str | None) -> dict[str, Any] | None:
+        """The fresh entry for ``key``: the private one of ``partition`` (none when it is
+        None: unknown credentials), else the public one."""
         now = time.monotonic()
-        for part in (auth, None):
+        for part in (partition, None) if partition is not None else (None,):
             hit = self._entries.get((part, key))
             if hit is not None:
                 if hit[0] > now:
                     return hit[1]
-                del self._entries[(part, key)]
+                self._drop((part, key))
         return None
 
-    def put(self, key: bytes, auth: str, method: str, result: dict[str, Any]) -> None:
+    def put(self, key: bytes, partition: str | None, method: str, result: dict[str, Any]) -> None:
         if result.get("resultType", "complete") != "complete":
             return  # input_required results are never cached
         ttl = result.get("ttlMs")
         if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
             return  # missing or negative means 0: stale at once
         # A missing cacheScope is treated as private: the safe reading for an old server.
-        part = None if result.get("cacheScope") == "public" else auth
-        if len(self._entries) >= self.max_entries:
+        if result.get("cacheScope") == "public":
+            part = None
+        elif partition is None:
+            return  # private, and whose credentials fetched it is unknown: never kept
+        else:
+            part = partition
+        slot = (part, key)
+        if slot not in self._entries and len(self._entries) >= self.max_entries:
             self._evict()
-        self._entries[(part, key)] = (time.monotonic() + ttl / 1000.0, result)
+        if slot not in self._entries and part is not None:
+            self._private[key] += 1
+        self._entries[slot] = (time.monotonic() + ttl / 1000.0, result)
+
+    def _drop(self, slot: _Slot) -> None:
+        if self._entries.pop(slot, None) is not None and slot[0] is not None:
+            self._private[slot[1]] -= 1
+            if self._private[slot[1]] <= 0:
+                del self._private[slot[1]]
 
     def _evict(self) -> None:
         now = time.monotonic()
         for k in [k for k, (exp, _) in self._entries.items() if exp <= now]:
-            del self._entries[k]
+            self._drop(k)
         while len(self._entries) >= self.max_entries:
-            self._entries.pop(next(iter(self._entries)))
+            self._drop(next(iter(self._entries)))
 
     def invalidate(self, notification: str, params: dict[str, Any] | None = None) -> None:
         """Drop what a change notification makes stale."""
@@ -67,15 +94,16 @@ class ResponseCache:
         if methods is not None:
             prefixes = tuple(m.encode() + b"\x00" for m in methods)
             for k in [k for k in self._entries if k[1].startswith(prefixes)]:
-                del self._entries[k]
+                self._drop(k)
         elif notification == "notifications/resources/updated":
             uri = (params or {}).get("uri")
             target = cache_key("resources/read", {"uri": uri})
             for k in [k for k in self._entries if k[1] == target]:
-                del self._entries[k]
+                self._drop(k)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._private.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

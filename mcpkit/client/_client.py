@@ -37,6 +37,7 @@ from ..protocol.mrtr import MRTR_METHODS
 from . import _era
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
+from ._credentials import outgoing, params_bytes, with_context
 from ._era import DEFAULT_ERA_CACHE, EraCache, era_key
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, legacy_stream, modern_stream, subscription_filter
@@ -81,7 +82,8 @@ class Client:
     per request, ``bearer_token`` is ``auth=BearerAuth(token)``, ``auth`` is an :class:`Auth`
     hook that sees each request and each Response (status and headers) and may retry,
     ``http_client`` is an ``httpx.AsyncClient`` to use (it is not closed for you), ``verify``
-    is passed to the one made otherwise.
+    is passed to the one made otherwise, ``max_response_bytes`` (16 MiB, as stdio's line limit)
+    caps a JSON answer and each SSE line and event (:class:`~mcpkit.errors.ResponseTooLarge`).
 
     ``restart``: recovery from a dead server (see :class:`~mcpkit.client.Recovery`). By default
     (None) a stdio server that exits is not restarted, and HTTP requests that are safe to repeat
@@ -115,6 +117,7 @@ class Client:
         bearer_token: str | None = None,
         http_client: httpx.AsyncClient | None = None,
         verify: Any = True,
+        max_response_bytes: int | None = None,
         restart: bool | Recovery | None = None,
     ) -> None:
         if mode not in ("auto", "legacy", "modern") and not versions.is_modern(mode):
@@ -145,7 +148,8 @@ class Client:
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
         http_given = [name for name, value in (("headers", headers), ("header_provider", header_provider),
-                                               ("bearer_token", bearer_token), ("http_client", http_client))
+                                               ("bearer_token", bearer_token), ("http_client", http_client),
+                                               ("max_response_bytes", max_response_bytes))
                       if value is not None] + (["verify"] if verify is not True else [])
         if bearer_token is not None:
             if auth is not None:
@@ -158,7 +162,8 @@ class Client:
         self.transport: ClientTransport = self._make_transport(
             target, env=env, cwd=cwd, stderr=stderr, http_given=http_given,
             http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
-                          "verify": verify})
+                          "verify": verify, **({} if max_response_bytes is None else
+                                               {"max_response_bytes": max_response_bytes})})
         self.transport.on_notification = self._notify_cb
         self.transport.on_request = self._input.serve  # the one place the server's requests are answered
         self._started = False
@@ -286,12 +291,15 @@ class Client:
         assert cache is not None
         key = cache_key(req.method, req.params)
         if mode == "use":
-            hit = cache.get(key, self._auth_context())
+            # A private entry only for the credentials this request would carry now.
+            part = await outgoing(self.auth, self.transport, req) if cache.has_private(key) else None
+            hit = cache.get(key, part)
             if hit is not None:
                 return hit
         result, rounds = await self._send_handling_input(req)
         if rounds == 0 and mode != "bypass":  # a result after input rounds is never cached
-            cache.put(key, self._auth_context(), req.method, result)
+            part = with_context(req.credentials, self.auth.cache_context()) if self.auth else req.credentials
+            cache.put(key, part, req.method, result)
         return result
 
     async def _send_handling_input(self, req: OutgoingRequest) -> tuple[dict[str, Any], int]:
@@ -326,6 +334,7 @@ class Client:
             resp = await self._send_handling_auth(req)
         else:  # no hook: skip its layer altogether
             resp = await self._send_handling_retries(req)
+        req.credentials = resp.credentials
         msg = resp.require_message()
         if msg.error is not None:
             e = msg.error
@@ -341,6 +350,7 @@ class Client:
             send = self._send_handling_retries
         if self.auth is None:
             return await send(req)
+        method, before = req.method, params_bytes(req.params) if req.method in CACHEABLE else b""
         flow = self.auth.async_flow(req)
         try:
             req = await flow.__anext__()
@@ -349,6 +359,8 @@ class Client:
                 try:
                     req = await flow.asend(resp)
                 except StopAsyncIteration:
+                    if before and (req.method != method or params_bytes(req.params) != before):
+                        resp.credentials = None  # the hook changed the body: a credential may be in it
                     return resp
         finally:
             await flow.aclose()
@@ -447,12 +459,6 @@ class Client:
         if log_level is not None:
             meta[M.LOG_LEVEL] = log_level
         return meta
-
-    def _auth_context(self) -> str:
-        """Which authorization context a private cache entry belongs to."""
-        hook = self.auth.cache_context() if self.auth is not None else ""
-        static = self.transport.auth_context()
-        return f"{hook}:{static}" if hook and static else hook or static
 
     # ------------------------------------------------------------ typed API
     async def _typed(self, typ: type[R], method: str, params: dict[str, Any] | None, opts: _Options) -> R:

@@ -14,10 +14,12 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import TransportError
+from ..errors import ResponseTooLarge, TransportError
 from ..protocol import codec, sse
 from ..protocol import headers as H
 from ..protocol import meta as M
+from . import _limits
+from ._credentials import partition
 from ._transport import Capabilities, ClientTransport, Era, OnNote, Response, answer_request
 
 if TYPE_CHECKING:
@@ -34,16 +36,20 @@ AuthHeaders = Callable[[str], Awaitable[Mapping[str, str]]]
 _ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[sse.Event]:
-    """The events of an SSE body, given its lines."""
-    parser = sse.Parser()
-    async for line in lines:
-        ev = parser.feed(line)
-        if ev is not None:
-            yield ev
-    last = parser.end()
-    if last is not None:
-        yield last
+async def sse_events(lines: AsyncIterator[str], limit: int | None = None, url: str = "") -> AsyncIterator[sse.Event]:
+    """The events of an SSE body, given its lines (none larger than ``limit`` bytes)."""
+    async for ev in _limits.events(lines, limit, url):
+        yield ev
+
+
+def credentials_visible(client: httpx.AsyncClient) -> bool:
+    """Whether every credential an ``httpx`` client sends is in the headers it builds: not so
+    with an ``auth=`` flow, request event hooks, or a transport that is not httpx's own (any
+    of them may add headers after the request is built)."""
+    if client.auth is not None or client.event_hooks.get("request"):
+        return False
+    transports = [getattr(client, "_transport", None), *(getattr(client, "_mounts", None) or {}).values()]
+    return all(t is None or type(t).__module__.split(".")[0] == "httpx" for t in transports) and transports[0] is not None
 
 
 class HttpTransport(ClientTransport):
@@ -51,15 +57,19 @@ class HttpTransport(ClientTransport):
 
     ``headers`` are sent on every request; ``header_provider`` (sync or async) is called per
     request. The auth hook's headers arrive per request (``request(headers=...)``) and, for
-    the transport's own requests, through ``auth_headers``.
+    the transport's own requests, through ``auth_headers``. ``max_response_bytes`` caps a JSON
+    answer and each line and event of an SSE stream (:class:`~mcpkit.errors.ResponseTooLarge`).
     """
 
     capabilities: ClassVar[Capabilities] = Capabilities(kind="http", supports_header_mirroring=True)
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, header_provider: HeaderProvider | None = None,
                  http_client: httpx.AsyncClient | None = None, verify: Any = True,
-                 auth_headers: AuthHeaders | None = None) -> None:
+                 auth_headers: AuthHeaders | None = None,
+                 max_response_bytes: int = _limits.DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.url = url
+        #: The largest JSON answer, SSE line or SSE event read (bytes).
+        self.max_response_bytes = _limits.check_limit(max_response_bytes)
         self.static_headers = dict(headers or {})
         self.header_provider = header_provider
         self.auth_headers = auth_headers
@@ -92,7 +102,8 @@ class HttpTransport(ClientTransport):
         if type(self) is cls:
             return self
         new = cls(self.url, headers=self.static_headers, header_provider=self.header_provider,
-                  http_client=self._given_client, verify=self._verify, auth_headers=self.auth_headers)
+                  http_client=self._given_client, verify=self._verify, auth_headers=self.auth_headers,
+                  max_response_bytes=self.max_response_bytes)
         new.on_notification = self.on_notification
         new.on_request = self.on_request
         if self._client is not None:  # hand the open pool over
@@ -126,11 +137,18 @@ class HttpTransport(ClientTransport):
     def use_tool_annotations(self, annotations: dict[str, dict[str, tuple[str, ...]]]) -> None:
         self.tool_annotations = annotations
 
-    def auth_context(self) -> str:
-        import hashlib
+    def _credentials(self, client: httpx.AsyncClient, request: httpx.Request) -> str | None:
+        """The partition of the credentials ``request`` carries (None when not all are visible)."""
+        if not credentials_visible(client):
+            return None
+        return partition(request.headers.multi_items())
 
-        auth = next((v for k, v in self.static_headers.items() if k.lower() == "authorization"), "")
-        return hashlib.sha256(auth.encode()).hexdigest()[:16] if auth else ""
+    async def outgoing_credentials(self, headers: Mapping[str, str] | None = None) -> str | None:
+        client = await self._pool()
+        hdrs = await self._headers("", None, None)
+        if headers:
+            hdrs.update(headers)
+        return self._credentials(client, client.build_request("POST", self.url, headers=hdrs))
 
     # ------------------------------------------------------------ requests
     async def request(self, id: codec.RequestId, method: str, params: dict[str, Any], on_note: OnNote | None,
@@ -144,21 +162,47 @@ class HttpTransport(ClientTransport):
             hdrs.update(headers)
         body = codec.encode_request(id, method, params)
         try:
-            async with client.stream("POST", self.url, content=body, headers=hdrs) as resp:
+            built = client.build_request("POST", self.url, content=body, headers=hdrs)
+            credentials = self._credentials(client, built)
+            resp = await client.send(built, stream=True)
+            try:  # leaving early (a limit, a cancel) closes the connection: nothing half-read is reused
                 if resp.headers.get("content-type", "").startswith("text/event-stream"):
                     msg = await self._read_sse(resp, id, on_note)
-                    return Response(msg, resp.status_code, resp.headers)
-                return _response(resp.status_code, resp.headers, await resp.aread())
+                    return Response(msg, resp.status_code, resp.headers, credentials=credentials)
+                data = await _limits.read_body(resp, self.max_response_bytes, self.url)
+                answer = _response(resp.status_code, resp.headers, data)
+                answer.credentials = credentials
+                return answer
+            finally:
+                await resp.aclose()
         except httpx.HTTPError as exc:
             raise TransportError(f"HTTP request to {self.url} failed: {exc}") from None
 
-    async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
+    def _lines(self, resp: httpx.Response) -> AsyncIterator[str]:
+        return _limits.lines(resp, self.max_response_bytes, self.url)
+
+    def _events(self, resp: httpx.Response) -> AsyncIterator[sse.Event]:
+        return sse_events(self._lines(resp), self.max_response_bytes, self.url)
+
+    async def _discard(self, method: str, content: bytes | None, headers: Mapping[str, str]) -> int:
+        """Send a request whose answer has nothing for us (a notification, our answer to the
+        server, DELETE); its body is read and dropped (so the connection can be reused), up to
+        ``max_response_bytes`` (then the connection is closed). Returns the status."""
         client = await self._pool()
+        async with client.stream(method, self.url, content=content, headers=headers) as resp:
+            read = 0
+            async for raw in resp.aiter_raw():
+                read += len(raw)
+                if read > self.max_response_bytes:
+                    break
+            return resp.status_code
+
+    async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
         version = ((params or {}).get("_meta") or {}).get(M.PROTOCOL_VERSION)
         hdrs = await self._headers(method, params, version)
         if headers:
             hdrs.update(headers)
-        await client.post(self.url, content=codec.encode_notification(method, params), headers=hdrs)
+        await self._discard("POST", codec.encode_notification(method, params), hdrs)
 
     async def _event(self, data: str, id: codec.RequestId, on_note: OnNote | None) -> codec.Response | None:
         """Handle one SSE event of a request's stream; the response to ``id`` when it is that."""
@@ -177,7 +221,7 @@ class HttpTransport(ClientTransport):
         return None
 
     async def _read_sse(self, resp: httpx.Response, id: codec.RequestId, on_note: OnNote | None) -> codec.Response:
-        async for ev in sse_events(resp.aiter_lines()):
+        async for ev in self._events(resp):
             if ev.data:
                 answer = await self._event(ev.data, id, on_note)
                 if answer is not None:
@@ -249,7 +293,7 @@ class LegacyHttpTransport(HttpTransport):
         stream = resp
         try:
             for _ in range(6):
-                async for ev in sse_events(stream.aiter_lines()):
+                async for ev in self._events(stream):
                     if ev.id is not None:
                         last_id = ev.id
                     if ev.retry is not None:
@@ -278,8 +322,7 @@ class LegacyHttpTransport(HttpTransport):
         async def answer() -> None:
             body = await answer_request(self.on_request, msg)
             try:
-                client = await self._pool()
-                await client.post(self.url, content=body, headers=await self._own_headers())
+                await self._discard("POST", body, await self._own_headers())
             except Exception as exc:
                 log.warning("could not send our answer to the server's %s: %s", msg.method, exc)
 
@@ -299,7 +342,7 @@ class LegacyHttpTransport(HttpTransport):
             async with client.stream("GET", self.url, headers=hdrs) as resp:
                 if resp.status_code != 200:
                     return
-                async for ev in sse_events(resp.aiter_lines()):
+                async for ev in self._events(resp):
                     if not ev.data:
                         continue
                     try:
@@ -311,6 +354,8 @@ class LegacyHttpTransport(HttpTransport):
                             self.on_notification(msg.method, msg.params or {})
                     elif type(msg) is codec.Request:
                         await self._server_request(msg)
+        except ResponseTooLarge as exc:
+            log.warning("the session stream was closed: %s", exc)
         except Exception as exc:
             log.debug("the session stream ended: %r", exc)
 
@@ -319,7 +364,7 @@ class LegacyHttpTransport(HttpTransport):
             self._stream.cancel()
         if self.session_id is not None and self._client is not None:
             try:
-                await self._client.request("DELETE", self.url, headers=await self._own_headers("DELETE"))
+                await self._discard("DELETE", None, await self._own_headers("DELETE"))
             except Exception:
                 pass
             self.session_id = None

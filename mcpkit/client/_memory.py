@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..protocol import codec
+from ._credentials import NO_CREDENTIALS
 from ._transport import Capabilities, ClientTransport, OnNote, Response
 
 if TYPE_CHECKING:
@@ -44,4 +45,7 @@ class MemoryTransport(ClientTransport):
         reply = await self.server.handle(req, emit)
         msg = codec.decode(reply.body)
         assert type(msg) is codec.Response
-        return Response(msg)
+        return Response(msg, credentials=NO_CREDENTIALS)  # headers never reach the server
+
+    async def outgoing_credentials(self, headers: Mapping[str, str] | None = None) -> str | None:
+        return NO_CREDENTIALS

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import TransportClosed, TransportError
+from ..errors import ResponseTooLarge, TransportClosed, TransportError
 from ._transport import ClientTransport, NoAnswer, OnNote
 
 if TYPE_CHECKING:
@@ -132,8 +132,8 @@ class Recoverer:
             generation = self.generation
             try:
                 return await send()
-            except NoAnswer:
-                raise  # a timeout: the server may still be working on it
+            except (NoAnswer, ResponseTooLarge):
+                raise  # a timeout: the server may still be working on it; too large: it would be again
             except TransportError as exc:
                 if stdio and not isinstance(exc, TransportClosed):
                     raise

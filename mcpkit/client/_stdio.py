@@ -11,6 +11,7 @@ from ..errors import TransportClosed, TransportError
 from ..protocol import codec
 from ..protocol import meta as M
 from ..transports.stdio import StdioProcess
+from ._credentials import NO_CREDENTIALS
 from ._transport import Capabilities, ClientTransport, OnNote, Response, answer_request
 
 log = logging.getLogger("mcpkit.client")
@@ -130,7 +131,7 @@ class StdioTransport(ClientTransport):
                 await self.proc.send(codec.encode_request(id, method, params))
             except (ConnectionError, BrokenPipeError) as exc:
                 raise TransportClosed(f"the server is gone: {exc}") from None
-            return Response(await fut)
+            return Response(await fut, credentials=NO_CREDENTIALS)  # headers are not sent over stdio
         except asyncio.CancelledError:
             # Abandoned (timeout or caller cancelled): tell the server, as stdio requires.
             if self._closed is None:
@@ -143,6 +144,9 @@ class StdioTransport(ClientTransport):
             self.pending.pop(id, None)
             if token is not None:
                 self.note_routes.pop(token, None)
+
+    async def outgoing_credentials(self, headers: Mapping[str, str] | None = None) -> str | None:
+        return NO_CREDENTIALS  # one process, one identity: auth headers do not travel over stdio
 
     async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
         await self.proc.send(codec.encode_notification(method, params))

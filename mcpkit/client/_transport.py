@@ -51,17 +51,23 @@ class Capabilities:
 class Response:
     """One request's answer: the JSON-RPC ``message``, and for HTTP its ``status`` and
     ``headers`` (None elsewhere). ``message`` is None when an HTTP answer carried no
-    JSON-RPC response (a plain 401, a 502 page...); ``problem`` then says what was wrong."""
+    JSON-RPC response (a plain 401, a 502 page...); ``problem`` then says what was wrong.
 
-    __slots__ = ("message", "status", "headers", "body", "problem")
+    ``credentials`` is the partition of the credentials the request carried (a keyed hash of
+    its credential headers, see ``_credentials``): private cache entries are kept in it. None
+    (the default) means the transport cannot tell, and private results are then not cached."""
+
+    __slots__ = ("message", "status", "headers", "body", "problem", "credentials")
 
     def __init__(self, message: codec.Response | None, status: int | None = None,
-                 headers: Mapping[str, str] | None = None, body: bytes = b"", problem: str = "") -> None:
+                 headers: Mapping[str, str] | None = None, body: bytes = b"", problem: str = "",
+                 credentials: str | None = None) -> None:
         self.message = message
         self.status = status
         self.headers = headers
         self.body = body
         self.problem = problem
+        self.credentials = credentials
 
     # The message's fields, for code that only cares about JSON-RPC.
     @property
@@ -142,10 +148,11 @@ class ClientTransport(abc.ABC):
         """The ``x-mcp-header`` annotations of the listed tools (header mirroring only)."""
         return None
 
-    def auth_context(self) -> str:
-        """Which credentials this transport sends on its own (e.g. a static Authorization
-        header), so private cache entries never cross them. Empty when none."""
-        return ""
+    async def outgoing_credentials(self, headers: Mapping[str, str] | None = None) -> str | None:
+        """The partition (see :attr:`Response.credentials`) a request would go out in now,
+        given the auth hook's ``headers``: what a cache lookup of a private entry needs.
+        None (the default) when the transport cannot tell: private results are not cached."""
+        return None
 
 
 async def answer_request(on_request: OnRequest | None, msg: codec.Request) -> bytes:
