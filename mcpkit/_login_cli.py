@@ -48,6 +48,10 @@ def add_auth_options(parser: argparse.ArgumentParser, *, login: bool = False) ->
     g.add_argument("--no-browser", action="store_true", help="print the authorization URL instead of opening a browser")
     g.add_argument("--token-store", metavar="FILE",
                    help="where tokens are kept (default: oauth.json in the user's data directory)")
+    if login:  # other commands get --raw with their output options
+        from .cli._safe import add_raw_option
+
+        add_raw_option(g)
     if not login:
         g.add_argument("--no-login", action="store_true", help="never start an interactive login on a 401")
 
@@ -124,12 +128,14 @@ def _canonical(url: str) -> str:
 
 async def _login(args: argparse.Namespace) -> int:
     from .auth import OAuthError
+    from .cli._safe import clean, set_raw
 
+    set_raw(getattr(args, "raw", False))
     oauth = _oauth(args, args.url)
     try:
         tokens = await oauth.authorize(force=args.force)
     except OAuthError as exc:
-        print(f"mcpkit login: {exc}", file=sys.stderr)
+        print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
         return EXIT_FAIL
     parts = [f"Logged in to {args.url}", f"authorization server {tokens.get('issuer')}"]
     if tokens.get("scope") or tokens.get("scope_requested"):
@@ -138,7 +144,7 @@ async def _login(args: argparse.Namespace) -> int:
         parts.append(f"expires in {max(0, int(tokens['expires_at'] - time.time()))} s")
     if tokens.get("refresh_token"):
         parts.append("refreshable")
-    print("; ".join(parts) + f". Tokens kept in {getattr(oauth.storage, 'path', 'the token store')}.")
+    print(clean("; ".join(parts) + f". Tokens kept in {getattr(oauth.storage, 'path', 'the token store')}."))
     return 0
 
 

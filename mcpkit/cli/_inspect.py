@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from . import _session
+from ._safe import clean
 from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
 
 
@@ -74,9 +75,10 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
     card = await inspector.connect()
     if card.get("connected"):
         name = card["serverInfo"].get("name") or "server"
-        print(f"mcpkit inspect: connected to {name} ({card.get('era')}) at {card['target']}", flush=True)
+        print(clean(f"mcpkit inspect: connected to {name} ({card.get('era')}) at {card['target']}"), flush=True)
     else:
-        print(f"mcpkit inspect: {card['target']}: {card.get('error')} (the page can reconnect)", file=sys.stderr, flush=True)
+        print(clean(f"mcpkit inspect: {card['target']}: {card.get('error')} (the page can reconnect)"), file=sys.stderr,
+              flush=True)
     url = f"http://127.0.0.1:{port}/?token={token}"
     app = InspectorApp(inspector, token=token, port=port)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,

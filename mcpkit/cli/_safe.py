@@ -11,7 +11,8 @@ tab), DEL, the C1 controls U+0080-U+009F and the bidi overrides and isolates
 escapes already cover C0; :func:`json_text` escapes DEL, C1 and bidi there too (the same
 JSON value). ``--raw`` (:func:`set_raw`) turns all of it off: the bytes pass as sent.
 
-Pure functions and one process-wide switch; nothing else is imported.
+Pure functions and one process-wide switch (plus :func:`safe_logging` for the client
+commands' log warnings).
 """
 
 from __future__ import annotations
@@ -54,10 +55,30 @@ def json_text(text: str) -> str:
     return text.translate(_JSON)
 
 
-def add_raw_option(parser: argparse.ArgumentParser) -> None:
+def safe_logging() -> None:
+    """Warnings of mcpkit's loggers (which may quote a server: a method name, a reason) go
+    to stderr through :func:`clean`, as Python's last-resort handler would print them
+    otherwise. Once per process, and only when nothing configured logging."""
+    import logging
+
+    logger = logging.getLogger("mcpkit")
+    if logger.handlers or logging.getLogger().handlers:
+        return
+
+    class _Clean(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return clean(super().format(record))
+
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_Clean("%(message)s"))
+    logger.addHandler(handler)
+
+
+def add_raw_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument("--raw", action="store_true",
                         help="print what the server sent exactly, terminal control characters included "
                              "(by default they are shown as escapes such as \\x1b)")
 
 
-__all__ = ["add_raw_option", "clean", "is_raw", "json_text", "set_raw"]
+__all__ = ["add_raw_option", "clean", "is_raw", "json_text", "safe_logging", "set_raw"]
