@@ -235,3 +235,73 @@ def test_inspect_console_lines_are_escaped():
     assert "connected to hostile" in first
     assert_clean(first.rstrip("\n"))
     assert "hostile" + SHOWN in first
+
+
+class _RefusingAuthorizationServer:
+    """A real HTTP server on 127.0.0.1: an MCP endpoint that wants OAuth, its protected
+    resource metadata, an authorization server's metadata, and a registration endpoint that
+    refuses with a hostile ``error_description`` (what ``mcpkit login`` prints)."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _json(self, status: int, value: dict, headers: dict[str, str] | None = None) -> None:
+                body = json.dumps(value).encode()
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", **(headers or {})}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _route(self) -> None:
+                base = outer.base
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                if self.path.startswith("/mcp"):
+                    self._json(401, {"error": "unauthorized"}, {"WWW-Authenticate": f'Bearer resource_metadata='
+                                                                f'"{base}/.well-known/oauth-protected-resource/mcp"'})
+                elif self.path.startswith("/.well-known/oauth-protected-resource"):
+                    self._json(200, {"resource": f"{base}/mcp", "authorization_servers": [base]})
+                elif self.path.startswith(("/.well-known/oauth-authorization-server", "/.well-known/openid-config")):
+                    self._json(200, {"issuer": base, "authorization_endpoint": f"{base}/authorize",
+                                     "token_endpoint": f"{base}/token", "registration_endpoint": f"{base}/register",
+                                     "response_types_supported": ["code"],
+                                     "code_challenge_methods_supported": ["S256"]})
+                elif self.path.startswith("/register"):
+                    self._json(400, {"error": "invalid_client_metadata", "error_description": "AS says " + EVIL})
+                else:
+                    self._json(404, {"error": "not found"})
+
+            do_GET = do_POST = _route
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(5)
+
+
+def test_login_prints_the_authorization_servers_error_description_escaped(tmp_path):
+    server = _RefusingAuthorizationServer()
+    try:
+        store = tmp_path / "oauth.json"
+        code, out, err = run("login", "--no-browser", "--token-store", store, server.base + "/mcp")
+        raw_code, raw_out, raw_err = run("login", "--raw", "--no-browser", "--token-store", store, server.base + "/mcp")
+    finally:
+        server.close()
+    assert code == 1, err
+    assert_clean(out, err)
+    assert r"AS says A\x1b]0;pwned\x07B\x1b[2JC\x1b]52;c;cHduZWQ=\x07D" in err
+    assert "\x1b]0;pwned\x07" in raw_err
