@@ -55,6 +55,10 @@ def add_auth_options(parser: argparse.ArgumentParser, *, login: bool = False) ->
                    help="let the server name authorization servers on private, link-local or loopback addresses")
     g.add_argument("--allow-cross-origin-metadata", action="store_true",
                    help="follow a resource_metadata URL on another origin than the server's")
+    if login:  # other commands get --raw with their output options
+        from .cli._safe import add_raw_option
+
+        add_raw_option(g)
     if not login:
         g.add_argument("--no-login", action="store_true", help="never start an interactive login on a 401")
 
@@ -134,12 +138,14 @@ def _canonical(url: str) -> str:
 
 async def _login(args: argparse.Namespace) -> int:
     from .auth import OAuthError
+    from .cli._safe import clean, set_raw
 
+    set_raw(getattr(args, "raw", False))
     oauth = _oauth(args, args.url)
     try:
         tokens = await oauth.authorize(force=args.force)
     except OAuthError as exc:
-        print(f"mcpkit login: {exc}", file=sys.stderr)
+        print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
         return EXIT_FAIL
     parts = [f"Logged in to {args.url}", f"authorization server {tokens.get('issuer')}"]
     if tokens.get("scope") or tokens.get("scope_requested"):
@@ -148,7 +154,7 @@ async def _login(args: argparse.Namespace) -> int:
         parts.append(f"expires in {max(0, int(tokens['expires_at'] - time.time()))} s")
     if tokens.get("refresh_token"):
         parts.append("refreshable")
-    print("; ".join(parts) + f". Tokens kept in {getattr(oauth.storage, 'path', 'the token store')}.")
+    print(clean("; ".join(parts) + f". Tokens kept in {getattr(oauth.storage, 'path', 'the token store')}."))
     return 0
 
 

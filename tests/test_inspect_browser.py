@@ -306,3 +306,18 @@ def test_the_page_without_the_token_is_refused(demo: Running, page: Any) -> None
     assert response is not None and response.status == 403
     assert "access token" in page.content()
     assert page.locator("#server-name").count() == 0
+
+
+def test_the_file_the_browser_is_opened_with_lands_on_the_page(page: Any, tmp_path: Path) -> None:
+    # What `mcpkit inspect` hands the browser (no token in it): a private file that redirects
+    # with a one-time code, which the app exchanges for the page.
+    import re
+
+    from tests.security.test_inspect_token import inspector_with_browser
+
+    with inspector_with_browser(tmp_path) as opened:
+        assert opened.argv[-1].startswith("file://")
+        page.goto(opened.argv[-1])
+        page.wait_for_url(re.compile(r"^http://127\.0\.0\.1:\d+/\?token="), timeout=15_000)
+        assert opened.token in page.url
+        sync_api.expect(page.locator("#server-name")).to_have_text("mcpkit-demo")

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._args import types_of
+from ._safe import clean
 
 if TYPE_CHECKING:
     from ..protocol import types as t
@@ -55,9 +56,9 @@ async def _line(prompt: str) -> str:
 async def _ask(params: t.ElicitRequestParams) -> dict[str, Any]:
     from msgspec import UNSET
 
-    sys.stderr.write(f"\nThe server asks: {params.message}\n")
+    sys.stderr.write(f"\nThe server asks: {clean(params.message)}\n")
     if params.mode == "url":
-        sys.stderr.write(f"  open {params.url}\n")
+        sys.stderr.write(f"  open {clean(params.url)}\n")
         answer = await _line("  done? [y/N] ")
         return {"action": "accept" if answer.strip().lower() in ("y", "yes") else "decline"}
     schema = params.requestedSchema if params.requestedSchema is not UNSET else {}
@@ -85,8 +86,8 @@ async def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
     hint = "|".join(json.dumps(v) for v in prop["enum"]) if "enum" in prop else " or ".join(types) or "text"
     extra = f", default {json.dumps(prop['default'])}" if "default" in prop else ("" if required else ", optional")
     title = prop.get("title") or prop.get("description") or ""
-    while True:
-        text = await _line(f"  {name}{' - ' + title if title else ''} ({hint}{extra}): ")
+    while True:  # the name, title, choices and default are the server's words
+        text = await _line(clean(f"  {name}{' - ' + str(title) if title else ''} ({hint}{extra}): "))
         if not text:
             if "default" in prop:
                 return prop["default"]
@@ -96,7 +97,7 @@ async def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
             continue
         value = _convert(text, types)
         if value is _SKIP or ("enum" in prop and value not in prop["enum"]):
-            sys.stderr.write(f"    expected {hint}\n")
+            sys.stderr.write(clean(f"    expected {hint}\n"))
             continue
         return value
 

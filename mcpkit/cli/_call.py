@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _args, _session
+from ._safe import clean
 from ._target import CliError, add_target_options, dump_json
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def main(argv: list[str]) -> int:
     try:
         values, raw = _args.parse_pairs(items, ns.args)
     except CliError as exc:
-        print(f"mcpkit call: {exc}", file=sys.stderr)
+        print(clean(f"mcpkit call: {exc}"), file=sys.stderr)
         return exc.code
 
     async def body(client: Client) -> int:
@@ -84,7 +85,7 @@ def show(tool: str, result: dict[str, Any], *, as_json: bool) -> int:
         return 1 if result.get("isError") else 0
     if result.get("isError"):
         text = " ".join(render_content(result.get("content") or [], None).split()) or "(no message)"
-        print(f"mcpkit call: {tool} failed: {text}", file=sys.stderr)
+        print(clean(f"mcpkit call: {tool} failed: {text}"), file=sys.stderr)
         return 1
     out = render_content(result.get("content") or [], result.get("structuredContent"))
     sc = result.get("structuredContent")
@@ -92,7 +93,7 @@ def show(tool: str, result: dict[str, Any], *, as_json: bool) -> int:
         shown = sc["result"] if isinstance(sc, dict) and set(sc) == {"result"} else sc
         out = "\n".join(x for x in (out, shown if isinstance(shown, str) else dump_json(shown)) if x)
     if out:
-        sys.stdout.write(out.rstrip("\n") + "\n")
+        sys.stdout.write(clean(out.rstrip("\n")) + "\n")
     return 0
 
 
@@ -143,7 +144,7 @@ class _Progress:
         self._line(f"task {status}{': ' + message if message else ''}")
 
     def _line(self, text: str) -> None:
-        sys.stderr.write("\r\x1b[K" + text[:200])
+        sys.stderr.write("\r\x1b[K" + clean(text[:200]))
         sys.stderr.flush()
         self.shown = True
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _session
 from ._list import first_line, tool_lines
+from ._safe import clean
 from ._target import Target, add_target_options, dump_json, kill_process
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
         if ns.json:
             sys.stdout.write(dump_json(report) + "\n")
         else:
-            sys.stdout.write(render_card(report, verbose=ns.verbose))
+            sys.stdout.write(clean(render_card(report, verbose=ns.verbose)))
         return 0
 
     return _session.run("mcpkit discover", target, body)

@@ -1,8 +1,10 @@
 """``mcpkit inspect [--port 6274] [--no-browser] TARGET``: a web inspector for a server.
 
 Connects to TARGET with mcpkit's Client and serves the inspector page on 127.0.0.1 (see
-:mod:`mcpkit.inspect`), at a URL with a random access token that it prints (and opens in
-a browser unless ``--no-browser``). Runs until interrupted.
+:mod:`mcpkit.inspect`), at a URL with a random access token that it prints. Unless
+``--no-browser`` it opens a browser, though not on that URL (a browser's command line is
+visible to every local user): on a private redirect file holding a one-time code
+(:mod:`mcpkit.inspect._launch`). Runs until interrupted.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from typing import Any
 
 from . import _session
+from ._safe import clean
 from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
 
 
@@ -74,9 +77,10 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
     card = await inspector.connect()
     if card.get("connected"):
         name = card["serverInfo"].get("name") or "server"
-        print(f"mcpkit inspect: connected to {name} ({card.get('era')}) at {card['target']}", flush=True)
+        print(clean(f"mcpkit inspect: connected to {name} ({card.get('era')}) at {card['target']}"), flush=True)
     else:
-        print(f"mcpkit inspect: {card['target']}: {card.get('error')} (the page can reconnect)", file=sys.stderr, flush=True)
+        print(clean(f"mcpkit inspect: {card['target']}: {card.get('error')} (the page can reconnect)"), file=sys.stderr,
+              flush=True)
     url = f"http://127.0.0.1:{port}/?token={token}"
     app = InspectorApp(inspector, token=token, port=port)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
@@ -89,12 +93,21 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
 
     server = _Server(config)
     print(f"mcpkit inspect: open {url}", flush=True)
+    redirect = None
     if open_browser:
+        # Not the URL: a browser's argv is visible to every local user. A private file that
+        # redirects with a one-time code instead (mcpkit.inspect._launch).
         import webbrowser
 
-        asyncio.get_running_loop().run_in_executor(None, webbrowser.open, url)
+        from ..inspect._launch import RedirectFile
+
+        redirect = RedirectFile(f"http://127.0.0.1:{port}/?code={app.codes.issue()}")
+        app.codes.on_used.append(redirect.remove_file)
+        asyncio.get_running_loop().run_in_executor(None, webbrowser.open, redirect.uri)
     try:
         await server.serve(sockets=[sock])
     finally:
+        if redirect is not None:  # first: the await below may be cancelled (Ctrl-C)
+            redirect.remove()
         await inspector.close()
     return 0

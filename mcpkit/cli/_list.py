@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _args, _session
+from ._safe import clean
 from ._target import add_target_options, dump_json
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> int:
         if ns.json:
             sys.stdout.write(dump_json({KINDS[k][2]: v for k, v in found.items()}) + "\n")
             return 0
-        sys.stdout.write(render(found, explicit=explicit))
+        sys.stdout.write(clean(render(found, explicit=explicit)))
         return 0
 
     return _session.run("mcpkit list", target, body)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _args, _session
 from ._call import render_content
+from ._safe import clean
 from ._target import CliError, add_target_options, dump_json
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def main(argv: list[str]) -> int:
     try:
         _values, raw = _args.parse_pairs(items, None)
     except CliError as exc:
-        print(f"mcpkit prompt: {exc}", file=sys.stderr)
+        print(clean(f"mcpkit prompt: {exc}"), file=sys.stderr)
         return exc.code
 
     async def body(client: Client) -> int:
@@ -59,7 +60,7 @@ def main(argv: list[str]) -> int:
         for msg in result.get("messages") or []:
             content = msg.get("content")
             blocks = content if isinstance(content, list) else [content]
-            sys.stdout.write(f"[{msg.get('role')}]\n{render_content(blocks, None)}\n")
+            sys.stdout.write(clean(f"[{msg.get('role')}]\n{render_content(blocks, None)}") + "\n")
         return 0
 
     from ._ask import interactive, terminal_elicitation

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _session
+from ._safe import clean
 from ._target import add_target_options, dump_json
 
 if TYPE_CHECKING:
@@ -42,13 +43,13 @@ def main(argv: list[str]) -> int:
         contents = result.get("contents") or []
         for item in contents:
             if len(contents) > 1:
-                sys.stdout.write(f"--- {item.get('uri')}\n")
+                sys.stdout.write(clean(f"--- {item.get('uri')}") + "\n")
             if "text" in item:
-                text = item["text"]
+                text = clean(item["text"])
                 sys.stdout.write(text if text.endswith("\n") else text + "\n")
             else:
                 size = len(item.get("blob", "")) * 3 // 4
-                sys.stdout.write(f"[binary {item.get('mimeType', '')}, {size} bytes: use --json]\n")
+                sys.stdout.write(clean(f"[binary {item.get('mimeType', '')}, {size} bytes: use --json]") + "\n")
         return 0
 
     return _session.run("mcpkit read", target, body)

@@ -6,6 +6,11 @@ Configs found without arguments: Claude Desktop, Claude Code (``~/.claude.json``
 ``mcp.json``, ``.vscode/mcp.json``) and Windsurf (``~/.codeium/windsurf/mcp_config.json``).
 Both shapes are read: ``{"mcpServers": {...}}`` and VS Code's ``{"servers": {...}}``, with
 ``command``/``args``/``env`` (stdio) or ``url``/``headers`` (HTTP) entries.
+
+Project configs (this directory's, or CONFIG files named like them) are not trusted: their
+entries are listed, not started or connected to, unless ``--trust-project`` (or a yes on a
+terminal) says so; see :mod:`mcpkit.cli._trust`. What servers say is printed through
+:func:`mcpkit.cli._safe.clean`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import sys
 import time
 from typing import Any
 
+from . import _trust
+from ._safe import add_raw_option, clean, set_raw
 from ._target import Target, describe_error, dump_json, errors_to_catch
 
 PROG = "mcpkit scan"
@@ -33,11 +40,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help='print {"servers": [...]} as JSON')
     p.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                    help="give up on a server after this many seconds, everything included (default 15)")
+    p.add_argument("--trust-project", action="store_true",
+                   help="also start the commands and connect to the URLs of project configs (.mcp.json, "
+                        ".cursor/mcp.json, .vscode/mcp.json here, or CONFIG files named so); by default they "
+                        "are only listed (on a terminal you are asked once per file)")
+    add_raw_option(p)
     return p
 
 
-def host_configs() -> list[tuple[str, str]]:
-    """(host, path) of the MCP configs that exist on this machine and in this directory."""
+def host_configs() -> list[tuple[str, str, bool]]:
+    """(host, path, project) of the MCP configs that exist on this machine and in this directory
+    (``project``: it is this directory's, not the user's)."""
     home = os.path.expanduser("~")
     appdata = os.environ.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
     mac = os.path.join(home, "Library", "Application Support")
@@ -47,23 +60,28 @@ def host_configs() -> list[tuple[str, str]]:
         ("Claude Desktop", os.path.join(xdg, "Claude", "claude_desktop_config.json")),
         ("Claude Desktop", os.path.join(appdata, "Claude", "claude_desktop_config.json")),
         ("Claude Code", os.path.join(home, ".claude.json")),
-        ("Claude Code", os.path.join(os.getcwd(), ".mcp.json")),
         ("Cursor", os.path.join(home, ".cursor", "mcp.json")),
-        ("Cursor", os.path.join(os.getcwd(), ".cursor", "mcp.json")),
         ("VS Code", os.path.join(mac, "Code", "User", "mcp.json")),
         ("VS Code", os.path.join(xdg, "Code", "User", "mcp.json")),
         ("VS Code", os.path.join(appdata, "Code", "User", "mcp.json")),
-        ("VS Code", os.path.join(os.getcwd(), ".vscode", "mcp.json")),
         ("Windsurf", os.path.join(home, ".codeium", "windsurf", "mcp_config.json")),
     ]
+    # The user's own configs come first: a project path that is one of them (the home
+    # directory's .cursor/mcp.json, scanned from home) stays the user's.
     seen: set[str] = set()
     out = []
-    for host, path in candidates:
+    for (host, path), project in [*((c, False) for c in candidates),
+                                  *((c, True) for c in _trust.project_paths(os.getcwd()))]:
         real = os.path.realpath(path)
         if real not in seen and os.path.isfile(path):
             seen.add(real)
-            out.append((host, path))
+            out.append((host, path, project))
     return out
+
+
+def user_config_paths() -> set[str]:
+    """The real paths of the user-level configs that exist (for CONFIG files given)."""
+    return {os.path.realpath(path) for _host, path, project in host_configs() if not project}
 
 
 def _load_json(path: str) -> Any:
@@ -119,14 +137,14 @@ def entry_target(entry: dict[str, Any], ns: argparse.Namespace) -> Target | str:
 
 
 async def probe_one(name: str, source: str, entry: dict[str, Any], ns: argparse.Namespace,
-                    progress: _Progress | None) -> dict[str, Any]:
+                    progress: _Progress | None, trusted: bool = True) -> dict[str, Any]:
     from ..errors import HttpStatusError
     from ..protocol import meta as M
     from ._discover import probe
 
     row: dict[str, Any] = {"name": name, "source": source, "transport": None, "target": None, "era": None,
                            "versions": [], "server": None, "tools": None, "latencyMs": None, "auth": False,
-                           "error": None}
+                           "error": None, "skipped": None}
     target = entry_target(entry, ns)
     if isinstance(target, str):
         row["error"] = target
@@ -135,6 +153,11 @@ async def probe_one(name: str, source: str, entry: dict[str, Any], ns: argparse.
         return row
     row["transport"] = target.transport
     row["target"] = target.url or " ".join(target.argv or [])
+    if not trusted:
+        row["skipped"] = _trust.NOT_PROBED if target.url else _trust.NOT_STARTED
+        if progress:
+            progress.done(name)
+        return row
     t0 = time.monotonic()
     try:
         client = target.client()
@@ -180,6 +203,7 @@ class _Progress:
         self.finished = 0
 
     def show(self, last: str = "") -> None:
+        last = clean(last)
         sys.stderr.write(f"\r\x1b[Kprobing {self.total} servers: {self.finished} done{'  (' + last + ')' if last else ''}")
         sys.stderr.flush()
 
@@ -195,26 +219,32 @@ class _Progress:
 def main(argv: list[str]) -> int:
     p = parser()
     ns = p.parse_intermixed_args(argv)
+    set_raw(ns.raw)
+    sources: list[tuple[str, str, bool]]
     if ns.configs:
-        sources = [("", path) for path in ns.configs]
+        mine = user_config_paths()
+        sources = [("", path, _trust.has_project_shape(path) and os.path.realpath(path) not in mine)
+                   for path in ns.configs]
     else:
         sources = host_configs()
         if not sources:
             print(f"{PROG}: no MCP host configs found (looked for Claude Desktop, Claude Code, Cursor, VS Code and "
                   "Windsurf); give CONFIG files", file=sys.stderr)
             return 1
-    entries: list[tuple[str, str, dict[str, Any]]] = []
-    for host, path in sources:
+    entries: list[tuple[str, str, dict[str, Any], bool]] = []
+    for host, path, project in sources:
         try:
             data = _load_json(path)
         except (OSError, ValueError) as exc:
-            print(f"{PROG}: {path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+            print(f"{PROG}: {clean(path)}: {clean(getattr(exc, 'strerror', None) or exc)}", file=sys.stderr)
             return 1
         label = f"{host}: {path}" if host else path
-        for name, entry in servers_in(data).items():
-            entries.append((name, label, entry))
+        found = servers_in(data)
+        trusted = not project or ns.trust_project or (bool(found) and _trust.interactive() and _trust.ask(path, found))
+        for name, entry in found.items():
+            entries.append((name, label, entry, trusted))
     if not entries:
-        print(f"{PROG}: no servers in {', '.join(path for _h, path in sources)}", file=sys.stderr)
+        print(f"{PROG}: no servers in {clean(', '.join(path for _h, path, _p in sources))}", file=sys.stderr)
         return 1 if ns.configs else 0
     rows = asyncio.run(_probe_all(entries, ns))
     if ns.json:
@@ -224,18 +254,21 @@ def main(argv: list[str]) -> int:
     return 1 if any(r["error"] for r in rows) else 0
 
 
-async def _probe_all(entries: list[tuple[str, str, dict[str, Any]]], ns: argparse.Namespace) -> list[dict[str, Any]]:
+async def _probe_all(entries: list[tuple[str, str, dict[str, Any], bool]],
+                     ns: argparse.Namespace) -> list[dict[str, Any]]:
     progress = _Progress(len(entries)) if sys.stderr.isatty() else None
     if progress:
         progress.show()
     try:
-        return list(await asyncio.gather(*(probe_one(n, s, e, ns, progress) for n, s, e in entries)))
+        return list(await asyncio.gather(*(probe_one(n, s, e, ns, progress, t) for n, s, e, t in entries)))
     finally:
         if progress:
             progress.clear()
 
 
 def render_table(rows: list[dict[str, Any]]) -> str:
+    """The table, then a line for each server that failed or was not started; what servers
+    and configs say goes through :func:`~mcpkit.cli._safe.clean`."""
     head = ["NAME", "TRANSPORT", "ERA", "VERSIONS", "SERVER", "TOOLS", "LATENCY", "AUTH"]
     table = [head]
     for r in rows:
@@ -247,12 +280,19 @@ def render_table(rows: list[dict[str, Any]]) -> str:
             "-" if r["latencyMs"] is None else f"{r['latencyMs']} ms",
             "required" if r["auth"] else "-",
         ])
+        table[-1] = [clean(cell) for cell in table[-1]]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
     failed = [r for r in rows if r["error"]]
     if failed:
         out.append("")
         for r in failed:
-            out.append(f"{r['name']}: {r['error']}")
-            out.extend(f"    {ln}" for ln in r.get("stderr") or [])
+            out.append(clean(f"{r['name']}: {r['error']}"))
+            out.extend(clean(f"    {ln}") for ln in r.get("stderr") or [])
+    skipped = [r for r in rows if r.get("skipped")]
+    if skipped:
+        out.append("")
+        for r in skipped:
+            out.append(clean(f"{r['name']}: {r['skipped']}"))
+            out.append(clean(f"    {r['source']}: {r['target']}"))
     return "\n".join(out) + "\n"

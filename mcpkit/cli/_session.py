@@ -9,6 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ._safe import clean, safe_logging, set_raw
 from ._target import CliError, Target, errors_to_catch, failure, kill_process, resolve_target, split_command, usage_error
 
 if TYPE_CHECKING:
@@ -20,7 +21,10 @@ Body = Callable[["Client"], Awaitable[int]]
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str] | None]:
     """Options and positionals may be mixed; the command after ``--`` is returned apart."""
     before, command = split_command(argv)
-    return parser.parse_intermixed_args(before), command
+    ns = parser.parse_intermixed_args(before)
+    set_raw(getattr(ns, "raw", False))
+    safe_logging()
+    return ns, command
 
 
 def target_or_usage(parser: argparse.ArgumentParser, positionals: list[str], command: list[str] | None,
@@ -55,10 +59,10 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
         try:
             client = target.client(**client_options)
         except CliError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
+            print(clean(f"{prog}: {exc}"), file=sys.stderr)
             return exc.code
         except (TypeError, ValueError) as exc:
-            print(f"{prog}: {target.label}: {exc}", file=sys.stderr)
+            print(clean(f"{prog}: {target.label}: {exc}"), file=sys.stderr)
             return 2
         loop = asyncio.get_running_loop()
         target.deadline = loop.time() + target.timeout
@@ -80,8 +84,8 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
                 reaper[0].cancel()
                 target.on_deadline_moved = None
                 await _close(client)
-        except CliError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
+        except CliError as exc:  # its text may quote the server (the names of its tools)
+            print(clean(f"{prog}: {exc}"), file=sys.stderr)
             return exc.code
         except errors_to_catch() as exc:
             return failure(prog, target, exc)

@@ -47,8 +47,10 @@ def add_target_options(parser: argparse.ArgumentParser, *, timeout: float = 30.0
                    help=f"give up after this many seconds, everything included (default {timeout:g})")
     # --bearer TOKEN, client credentials, stored OAuth tokens (`mcpkit login`): shared with login.
     from .._login_cli import add_auth_options
+    from ._safe import add_raw_option
 
     add_auth_options(parser)
+    add_raw_option(parser.add_argument_group("output"))
 
 
 def looks_like_url(text: str) -> bool:
@@ -342,10 +344,12 @@ def _www_authenticate(headers: Any) -> str:
 
 def failure(prog: str, target: Target, exc: BaseException) -> int:
     """Print the failure (and what a server process wrote), return the exit status."""
-    print(f"{prog}: {target.label}: {describe_error(exc, target.timeout, credentials=target.sends_credentials)}",
-          file=sys.stderr)
+    from ._safe import clean
+
+    message = describe_error(exc, target.timeout, credentials=target.sends_credentials)
+    print(clean(f"{prog}: {target.label}: {message}"), file=sys.stderr)
     for line in target.server_output():
-        print(line, file=sys.stderr)
+        print(clean(line), file=sys.stderr)
     return 1
 
 
@@ -356,7 +360,10 @@ def errors_to_catch() -> tuple[type[BaseException], ...]:
 
 
 def dump_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """Pretty JSON; DEL, C1 and bidi characters escaped too (JSON escapes C0), unless --raw."""
+    from ._safe import json_text
+
+    return json_text(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def usage_error(parser: argparse.ArgumentParser, message: str) -> int:

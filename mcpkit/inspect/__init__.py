@@ -9,6 +9,9 @@ Access: every request must carry the random access token the command prints, as
 ``?token=T`` in the URL or an ``X-Inspector-Token: T`` header; without it the answer is
 403. A request whose ``Origin`` is not the inspector's own, or whose ``Host`` is not the
 loopback address it listens on, is refused with 403 too (other sites, DNS rebinding).
+The browser the command opens gets neither: it opens a private (0600) redirect file to
+``/?code=C``, a one-time code the app answers once with a 303 to ``/?token=T`` and then
+refuses (403), as it does after two minutes (:mod:`mcpkit.inspect._launch`).
 
 The API (JSON in and out; errors are ``{"error": "..."}`` with status 4xx, or 502 when
 the server failed the request):

@@ -362,9 +362,13 @@ class InspectorApp:
     the Host allow-list and the Origin check."""
 
     def __init__(self, inspector: Inspector, *, token: str, port: int) -> None:
+        from ._launch import OneTimeCodes
+
         self.inspector = inspector
         self.token = token
         self.port = port
+        #: One-time codes for the page the browser is opened with (see :mod:`._launch`).
+        self.codes = OneTimeCodes()
 
     def _hosts(self) -> set[str]:
         return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
@@ -391,6 +395,9 @@ class InspectorApp:
             await _send_json(send, 403, {"error": "requests from other origins are refused"})
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if path == "/" and method in ("GET", "HEAD") and "code" in query and "token" not in query:
+            await self._redeem(send, query["code"][0])
+            return
         given = headers.get("x-inspector-token") or (query.get("token") or [""])[0]
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             await _send_json(send, 403, {"error": "a valid access token is required (the URL mcpkit inspect printed)"})
@@ -426,6 +433,18 @@ class InspectorApp:
             data = data.replace(b"__TOKEN__", self.token.encode())
         await _send(send, 200, data, STATIC_TYPES.get(suffix, "application/octet-stream"))
 
+
+    async def _redeem(self, send: Send, code: str) -> None:
+        """``/?code=C`` (the page the browser was opened with): once, a redirect to the page
+        with the token; then, or after the code expired, 403."""
+        if not self.codes.redeem(code):
+            await _send_json(send, 403, {"error": "this one-time link was used already or has expired: "
+                                                  "open the URL mcpkit inspect printed"})
+            return
+        await send({"type": "http.response.start", "status": 303, "headers": [
+            (b"location", f"/?token={self.token}".encode()), (b"content-length", b"0"),
+            (b"cache-control", b"no-store"), (b"referrer-policy", b"no-referrer")]})
+        await send({"type": "http.response.body", "body": b""})
 
     async def _events(self, receive: Receive, send: Send) -> None:
         """Server-sent events: ``progress``, ``input``, ``input-done``, ``notification``,
