@@ -1,6 +1,6 @@
 """mcpkit's client under test for the official MCP conformance harness (client legs).
 
-Contract (harness @modelcontextprotocol/conformance, see /work/shared/conformance/README.md §6):
+Contract (harness @modelcontextprotocol/conformance, see the harness notes, section 6):
   * the mock server URL is the LAST command-line argument;
   * MCP_CONFORMANCE_SCENARIO       the scenario name (dispatch below);
   * MCP_CONFORMANCE_PROTOCOL_VERSION the revision the mock speaks (2026-07-28 here);

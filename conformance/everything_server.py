@@ -5,7 +5,7 @@
 
 Every tool, resource, resource template, prompt and completion named by the server
 scenarios of @modelcontextprotocol/conformance 0.2.0-alpha.12 is registered here (see
-/work/shared/conformance/README.md section 5). Names, texts and payloads follow the official
+the shared harness notes, section 5). Names, texts and payloads follow the official
 Python SDK's everything-server so results compare one to one.
 
 Questions to the client (elicitation, sampling, roots) use ctx.elicit()/ctx.sample()/

@@ -4,7 +4,7 @@
 # print a per-scenario table, a check count, and a closing line
 # "N passed, M failed" (scenarios).
 #
-# mcpkit's copy of the shared runner (/work/shared/conformance/run.sh); it installs
+# mcpkit's copy of the shared conformance runner; it installs
 # Node 22 and the harness from npm itself and caches them. For mcpkit's own server
 # legs (everything_server.py + baselines) use `run.sh server-legs` or
 # conformance/run_server_legs.sh directly.

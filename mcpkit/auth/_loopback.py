@@ -96,6 +96,9 @@ class LoopbackRedirect:
 
         if self._sock.fileno() == -1:  # a second authorization (step-up): listen again, same port
             self._sock = self._bind(self.port)
+        if not url.isprintable():  # control characters would reach the terminal and the browser's argv
+            raise OAuthError("the authorization URL (built from the authorization server's metadata) holds "
+                             "control characters: refusing to open or print it", error="invalid_request")
         server = await asyncio.start_server(handle, sock=self._sock)
         try:
             opened = False

@@ -449,3 +449,15 @@ def test_the_real_callback_after_a_stray_one_completes_the_login(stack: Stack) -
             loop.close()
 
     run(go(), 30)
+
+
+def test_an_authorization_url_with_control_characters_is_neither_opened_nor_printed() -> None:
+    """An authorization server's ``authorization_endpoint`` ends up in a terminal line and in the
+    browser's command line: one holding ESC (a window title, a clipboard write) is refused."""
+    said: list[str] = []
+    loop = LoopbackRedirect(open_browser=False, timeout=1, announce=said.append)
+    url = "https://as.example/authorize\x1b]52;c;cHduZWQ=\x07?state=s"
+    with pytest.raises(OAuthError, match="control characters"):
+        asyncio.run(loop(url, loop.redirect_uri))
+    loop.close()
+    assert said == []
