@@ -43,3 +43,12 @@ class Keys:
     def state_keys(self) -> str:
         """The shared MRTR key ring, when no keys are configured."""
         return f"{self.prefix}:state-keys"
+
+    def dpop_jti(self, digest: str) -> str:
+        """A DPoP proof seen (its key thumbprint and ``jti``, hashed), until it is too old to use."""
+        return f"{self.prefix}:dpop-jti:{digest}"
+
+    @property
+    def dpop_nonce_secret(self) -> str:
+        """The DPoP nonce HMAC secret every worker shares."""
+        return f"{self.prefix}:dpop-nonce-secret"

@@ -15,6 +15,9 @@
 - ``sessions``: legacy (2025-11-25) ``Mcp-Session-Id`` sessions, usable from any worker.
 - :func:`shared_state_keys`: one MRTR key ring for every worker, kept in Redis, when no
   keys are configured (``MCPKIT_STATE_KEYS`` keeps them out of Redis instead).
+- ``dpop``: the DPoP proof replay cache and nonce secret (``install`` gives them to the
+  server's ``ResourceServerAuth``), so a proof used at one worker is refused at every other
+  and a nonce issued by one is accepted by all.
 
 Every worker of a process gets its own :class:`RedisBackend` (one per process: it holds a
 pub/sub connection and a heartbeat). Needs ``pip install 'mcpkit[redis]'``.
@@ -25,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._redis_bus import RedisBus
+from ._redis_dpop import RedisDPoPStore
 from ._redis_keys import Keys
 from ._redis_node import BackendUnavailable, RedisNode
 from ._redis_sessions import RedisSessionStore
@@ -33,7 +37,8 @@ from ._redis_tasks import RedisTaskStore
 if TYPE_CHECKING:
     from ..server import Server
 
-__all__ = ["BackendUnavailable", "RedisBackend", "RedisBus", "RedisSessionStore", "RedisTaskStore", "shared_state_keys"]
+__all__ = ["BackendUnavailable", "RedisBackend", "RedisBus", "RedisDPoPStore", "RedisSessionStore", "RedisTaskStore",
+           "shared_state_keys"]
 
 
 class RedisBackend:
@@ -45,6 +50,7 @@ class RedisBackend:
         self.bus = RedisBus(self.node)
         self.task_store = RedisTaskStore(self.node)
         self.sessions = RedisSessionStore(self.node)
+        self.dpop = RedisDPoPStore(self.node)
 
     @property
     def worker_id(self) -> str:
@@ -56,6 +62,16 @@ class RedisBackend:
         if server.tasks is not None:
             server.tasks.use_store(self.task_store)
         server.session_store = self.sessions
+        self.install_auth(getattr(server, "auth", None))
+
+    def install_auth(self, auth: Any) -> None:
+        """Share the DPoP replay cache and nonce secret of ``auth`` (a ``ResourceServerAuth``,
+        or its ``DPoPChecker``) through Redis. :meth:`install` does it for ``server.auth``;
+        call it for an auth given to ``http_app(auth=...)`` / ``run_http_server`` instead."""
+        checker = getattr(auth, "dpop_checker", auth)
+        share = getattr(checker, "share", None)
+        if callable(share):
+            share(self.dpop)
 
     async def start(self) -> None:
         """Connect now (optional: every part connects on first use)."""

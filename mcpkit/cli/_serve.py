@@ -64,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
     auth.add_argument("--auth-introspect", metavar="URL",
                       help="check tokens at this RFC 7662 endpoint instead (client credentials from "
                            "MCPKIT_AUTH_CLIENT_ID and MCPKIT_AUTH_CLIENT_SECRET)")
+    auth.add_argument("--auth-no-typ-check", action="store_true",
+                      help="accept JWT access tokens whose header lacks typ: at+jwt (RFC 9068 requires it; only for "
+                           "issuers that omit it)")
     auth.add_argument("--public-url", metavar="URL",
                       help="the URL clients use, behind a proxy (the protected resource's canonical URL)")
     p.add_argument("--reload", action="store_true",

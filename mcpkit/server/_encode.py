@@ -29,6 +29,7 @@ from ..protocol import codec, errors
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.codec import Reply
+from ._binding import owner_key
 from ._input import InputChannel, InputRequests, InputRequired
 from ._state import INVALID_STATE_MESSAGE, StateError, digest_arguments
 
@@ -59,8 +60,11 @@ class Era(Protocol):
 
 
 # ====================================================================== 2026-07-28
-def _binding(method: str, params: Any, principal: str | None) -> tuple[str, str, str, str | None]:
-    """What a requestState is bound to: method, name, a digest of the arguments, principal."""
+def _binding(ctx: Context, params: Any) -> tuple[str, str, str, str | None]:
+    """What a requestState is bound to: method, name, a digest of the arguments, principal
+    (refused for an authenticated caller with no key: see :mod:`mcpkit.server._binding`)."""
+    method = ctx.method
+    principal = owner_key(ctx, "a requestState")
     if method == "resources/read":
         name, args = params.uri, None
     else:
@@ -107,7 +111,7 @@ class ModernEra:
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
         if params.requestState is not UNSET:
-            method, name, digest, principal = _binding(ctx.method, params, ctx.principal)
+            method, name, digest, principal = _binding(ctx, params)
             try:
                 payload = self.server.sealer.open(params.requestState, method=method, name=name, digest=digest,
                                                   principal=principal)
@@ -128,7 +132,7 @@ class ModernEra:
         """The ``input_required`` answer: the questions, and everything answered so far sealed."""
         if not isinstance(channel, MrtrChannel):
             raise errors.internal_error("input was requested outside MRTR")
-        method, name, digest, principal = _binding(ctx.method, params, ctx.principal)
+        method, name, digest, principal = _binding(ctx, params)
         token = self.server.sealer.seal(method=method, name=name, digest=digest, principal=principal,
                                         asked=list(need.requests), answers=dict(channel.answers), state=ctx.state)
         requests = {k: msgspec.convert(v, t.InputRequest) for k, v in need.requests.items()}

@@ -72,6 +72,7 @@ from ..protocol.tasks import (  # noqa: F401 (the wire names stay importable fro
 )
 from ..protocol.tasks import declared as declared_by
 from . import _input  # the rules for answers, shared with ctx.ask()
+from ._binding import owner_key
 
 if TYPE_CHECKING:
     import asyncio
@@ -268,7 +269,7 @@ class TaskRun:
         tasks = self.tasks
         now = time.time()
         rec = TaskRecord(
-            task_id=secrets.token_urlsafe(32), owner=self.ctx.principal, name=self.name,
+            task_id=secrets.token_urlsafe(32), owner=owner_key(self.ctx, "a task"), name=self.name,
             created_at=now, updated_at=now, ttl_ms=tasks.ttl_ms, poll_interval_ms=tasks.poll_interval_ms,
         )
         await tasks.sweep(now)
@@ -403,6 +404,7 @@ class Tasks:
             tool.sig.bind(args)
         except msgspec.ValidationError:
             return await call_next(ctx, params)  # answered synchronously with isError, as ever
+        owner_key(ctx, "a task")  # refused up front for a caller a task cannot be bound to
         run = TaskRun(self, ctx, tool.name)
         ctx.extensions[EXTENSION_ID] = run
         if tool.task_start == "immediate":
@@ -481,7 +483,7 @@ class Tasks:
             await self.expire(task_id)
             rec = None
         # Another caller's task is as unknown as a task that does not exist.
-        if rec is None or rec.owner != ctx.principal:
+        if rec is None or rec.owner != owner_key(ctx, "a task"):
             raise task_not_found()
         return rec
 

@@ -221,7 +221,14 @@ class LegacyEndpoint:
                 "too many open sessions; try again later or use 2026-07-28 (stateless)"), req.id)
             return
         store = self.store
-        entry = _Entry(principal.key if principal is not None else None)
+        owner = principal.key if principal is not None else None
+        if principal is not None and owner is None:
+            # Bound to None, the session would be shared with every caller whose token names no one.
+            await _asgi.respond_error(send, 403, errors.invalid_request(
+                "the access token names neither a subject (sub) nor a client (client_id), so a session cannot be "
+                "bound to its caller; use a token that identifies the caller"), req.id)
+            return
+        entry = _Entry(owner)
         entry.peer = self.server.open_legacy_session(send=entry.push,
                                                      id_prefix=store.worker_id if store is not None else None)
         reply = await (entry.peer.handle(req) if principal is None else entry.peer.handle(req, auth=principal))
@@ -242,8 +249,11 @@ class LegacyEndpoint:
     async def _owned(self, sid: str, principal: Any) -> _Entry | None:
         """The session ``sid``, if it exists and belongs to ``principal`` (another caller's
         session is reported as unknown: its existence is not revealed)."""
+        owner = principal.key if principal is not None else None
+        if principal is not None and owner is None:
+            return None  # a caller without a key owns no session
         entry = await self._entry(sid)
-        if entry is None or entry.owner != (principal.key if principal is not None else None):
+        if entry is None or entry.owner != owner:
             return None
         return entry
 

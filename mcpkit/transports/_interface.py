@@ -108,8 +108,9 @@ class AuthPrincipal(Protocol):
     """An authenticated caller, as transports see it (``mcpkit.auth.server.Principal``)."""
 
     @property
-    def key(self) -> str:
-        """Identifies the caller for bindings (sessions, MRTR state, tasks)."""
+    def key(self) -> str | None:
+        """Identifies the caller for bindings (sessions, MRTR state, tasks); None when the
+        caller has no identity to bind to (then every binding is refused, never shared)."""
         ...
 
 

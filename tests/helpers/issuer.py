@@ -1,16 +1,21 @@
 """A test authorization server in process: signs JWT access tokens with joserfc and serves
 its RFC 8414 metadata, JWKS and an RFC 7662 introspection endpoint through an
-``httpx.MockTransport`` (give ``issuer.http()`` to a verifier as its ``http_client``).
+``httpx.MockTransport`` (give ``issuer.http()`` to a verifier as its ``http_client``), or
+over real HTTP on a loopback port (:class:`HttpIssuer`, which can also fail on purpose).
 Also makes DPoP proofs (RFC 9449) for bound tokens.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import secrets
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -60,9 +65,12 @@ class TestIssuer:
         return c
 
     def token(self, audience: str, *, key: Any = None, alg: str = "ES256", header: dict[str, Any] | None = None,
-              **claims: Any) -> str:
+              typ: str | None = "at+jwt", **claims: Any) -> str:
+        """A signed access token; ``typ=None`` leaves ``typ`` out of the header (RFC 9068 wants ``at+jwt``)."""
         key = key if key is not None else self.keys[0]
-        h = {"alg": alg, "typ": "at+jwt", "kid": key.kid, **(header or {})}
+        h = {"alg": alg, "kid": key.kid, **(header or {})}
+        if typ is not None:
+            h.setdefault("typ", typ)
         return jwt.encode(h, self.claims(audience, **claims), key, algorithms=[alg])
 
     # ------------------------------------------------------------------ the HTTP side
@@ -88,6 +96,69 @@ class TestIssuer:
 
     def http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.MockTransport(self.handler))
+
+
+class HttpIssuer(TestIssuer):
+    """The test issuer over real HTTP on ``http://127.0.0.1:PORT`` (a thread of this process).
+
+    ``fail`` makes every answer that HTTP status (e.g. 503) until set back to None;
+    ``hits`` counts every request by path, failed ones included.
+    """
+
+    def __init__(self) -> None:
+        self.fail: int | None = None
+        self.hits: dict[str, int] = {}
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = self.path.split("?", 1)[0]
+                with outer._lock:
+                    outer.hits[path] = outer.hits.get(path, 0) + 1
+                if outer.fail is not None:
+                    status, content, ctype = outer.fail, b'{"error":"temporarily_unavailable"}', "application/json"
+                else:
+                    req = httpx.Request(self.command, outer.issuer + self.path, headers=dict(self.headers.items()),
+                                        content=body)
+                    resp = outer.handler(req)
+                    status, content = resp.status_code, resp.content
+                    ctype = resp.headers.get("content-type", "application/json")
+                self.send_response(status)
+                self.send_header("content-type", ctype)
+                self.send_header("content-length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        super().__init__(f"http://127.0.0.1:{self._server.server_address[1]}")
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def fetches(self) -> int:
+        """Metadata and JWKS requests so far (failed ones included)."""
+        return sum(n for p, n in self.hits.items() if p.startswith("/.well-known/") or p == "/jwks")
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextlib.contextmanager
+def http_issuer() -> Iterator[HttpIssuer]:
+    issuer = HttpIssuer()
+    try:
+        yield issuer
+    finally:
+        issuer.close()
 
 
 class DPoPKey:

@@ -13,7 +13,8 @@ def build_auth_from_cli(args: Any = None, /, **kwargs: Any) -> ResourceServerAut
     """The auth of ``serve --http`` from an argparse namespace (or keyword arguments).
 
     Reads ``auth_issuer``, ``auth_audience``, ``auth_scope`` (a list), ``public_url``,
-    ``auth_introspect``, and, for the public URL default, ``host``, ``port`` and ``path``.
+    ``auth_introspect``, ``auth_no_typ_check`` (``--auth-no-typ-check``: accept JWTs without
+    ``typ: at+jwt``), and, for the public URL default, ``host``, ``port`` and ``path``.
     Returns None when neither ``auth_issuer`` nor ``auth_introspect`` is set.
 
     The canonical resource URL is ``--public-url`` when given (behind a proxy), else the
@@ -54,7 +55,7 @@ def build_auth_from_cli(args: Any = None, /, **kwargs: Any) -> ResourceServerAut
     else:
         from ._jwt import JWTVerifier
 
-        verifier = JWTVerifier(str(issuer), audience=audience)
+        verifier = JWTVerifier(str(issuer), audience=audience, require_at_jwt_typ=not opts.get("auth_no_typ_check"))
     servers = [issuer] if issuer else None
     if servers is None:
         raise SystemExit("mcpkit: --auth-introspect needs --auth-issuer too (named in the resource metadata)")

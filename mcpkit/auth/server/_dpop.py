@@ -6,6 +6,13 @@ signature and whose thumbprint is the token's ``jkt``, ``htm``/``htu`` naming th
 request, ``iat`` within the window, a ``jti`` not seen before (replay cache), and ``ath``
 the hash of the token. Server nonces are optional (``use_nonce``): stateless, HMAC-signed
 timestamps, so every worker sharing the secret accepts each other's nonces.
+
+The replay cache and the nonce secret live in this process unless a :class:`DPoPStore` is
+shared (``mcpkit.backends.redis.RedisBackend.install`` gives the server's checker one):
+without it, a proof replayed to *another* process (worker, machine) is not recognised, and
+a nonce from one process fails at another (unless ``nonce_secret`` is the same).
+A proof longer than :data:`MAX_PROOF_LENGTH`, nested deeper than the limit, or with a
+header of the wrong shape is refused before its JSON is parsed.
 """
 
 from __future__ import annotations
@@ -18,11 +25,28 @@ import os
 import struct
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
+from ._compact import MAX_PROOF_LENGTH, MalformedJWS, parse_compact
 from ._jwt import DEFAULT_ALGORITHMS
 from ._principal import InvalidToken, TokenRequest
+
+
+@runtime_checkable
+class DPoPStore(Protocol):
+    """State every worker of one server shares for DPoP: the ``jti`` replay cache and the
+    nonce secret (``mcpkit.backends.redis`` has one). Raise an ``MCPError`` (such as
+    ``BackendUnavailable``) when the store cannot be reached: the request is then refused
+    with 503, never let through."""
+
+    async def seen(self, key: str, until: float, now: float) -> bool:
+        """Record ``key`` as used until ``until`` (epoch seconds); True when it already was."""
+        ...
+
+    async def nonce_secret(self) -> bytes:
+        """The nonce HMAC secret every worker uses (created on first use)."""
+        ...
 
 
 def b64url(data: bytes) -> str:
@@ -67,17 +91,37 @@ class DPoPChecker:
 
     def __init__(self, *, algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS, max_age: float = 300.0,
                  leeway: float = 5.0, use_nonce: bool = False, nonce_secret: bytes | None = None,
-                 nonce_lifetime: float = 300.0, replay: ReplayCache | None = None) -> None:
+                 nonce_lifetime: float = 300.0, replay: ReplayCache | None = None,
+                 store: DPoPStore | None = None, max_proof_length: int = MAX_PROOF_LENGTH) -> None:
         self.algorithms = algorithms
         self.max_age = max_age
         self.leeway = leeway
         self.use_nonce = use_nonce
+        self._own_secret = nonce_secret is not None
         self._secret = nonce_secret or os.urandom(32)
+        self._secret_loaded = self._own_secret
         self.nonce_lifetime = nonce_lifetime
         self.replay = replay or ReplayCache()
+        self.max_proof_length = max_proof_length
+        #: Shared replay cache and nonce secret (see :meth:`share`); None: this process only.
+        self.store: DPoPStore | None = None
+        if store is not None:
+            self.share(store)
         # A client signs every proof with the same key: its import and thumbprint are kept.
         self._keys: dict[str, tuple[Any, str]] = {}
         self._htu: dict[str, str] = {}
+
+    def share(self, store: DPoPStore) -> None:
+        """Keep the replay cache (and the nonce secret, unless one was given) in ``store``,
+        so that every worker sharing it refuses a proof used at any of them and accepts the
+        nonces of all of them. Call before serving."""
+        self.store = store
+        self._secret_loaded = self._own_secret
+
+    async def _load_secret(self) -> None:
+        if not self._secret_loaded and self.store is not None:
+            self._secret = await self.store.nonce_secret()
+            self._secret_loaded = True
 
     def _key(self, jwk: dict[str, Any]) -> tuple[Any, str]:
         from joserfc.jwk import JWKRegistry
@@ -119,7 +163,7 @@ class DPoPChecker:
         return issued - self.leeway <= now <= issued + self.nonce_lifetime
 
     # ------------------------------------------------------------------ proofs
-    def check(self, proof: str | None, token: str, jkt: str, request: TokenRequest) -> None:
+    async def check(self, proof: str | None, token: str, jkt: str, request: TokenRequest) -> None:
         """Raise InvalidToken (``invalid_dpop_proof`` / ``use_dpop_nonce``) unless ``proof`` is good."""
         if not proof:
             raise InvalidToken("a DPoP-bound token needs a DPoP proof", error="invalid_token")
@@ -128,14 +172,11 @@ class DPoPChecker:
         from joserfc import jwt
         from joserfc.errors import JoseError
 
-        parts = proof.split(".")
-        if len(parts) != 3:
-            raise InvalidToken("the DPoP proof is not a signed JWT", error="invalid_dpop_proof")
         try:
-            header = json.loads(base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4)))
-        except ValueError:
-            raise InvalidToken("the DPoP proof is not a signed JWT", error="invalid_dpop_proof") from None
-        if not isinstance(header, dict) or header.get("typ") != "dpop+jwt":
+            header, _payload = parse_compact(proof, max_length=self.max_proof_length)
+        except MalformedJWS:
+            raise InvalidToken("the DPoP proof is not a well-formed signed JWT", error="invalid_dpop_proof") from None
+        if header.get("typ") != "dpop+jwt":
             raise InvalidToken("the DPoP proof's typ must be dpop+jwt", error="invalid_dpop_proof")
         alg = header.get("alg")
         jwk = header.get("jwk")
@@ -148,6 +189,10 @@ class DPoPChecker:
             claims = jwt.decode(proof, key, algorithms=[alg]).claims
         except (JoseError, ValueError, TypeError):
             raise InvalidToken("the DPoP proof's signature does not verify", error="invalid_dpop_proof") from None
+        except Exception:  # whatever the JOSE library trips over in a forged key or proof: refused
+            raise InvalidToken("the DPoP proof is malformed", error="invalid_dpop_proof") from None
+        if not isinstance(claims, dict):
+            raise InvalidToken("the DPoP proof is malformed", error="invalid_dpop_proof")
         if not hmac.compare_digest(thumbprint, jkt):
             raise InvalidToken("the DPoP proof's key is not the key the token is bound to", error="invalid_dpop_proof")
         if claims.get("htm") != request.method:
@@ -163,10 +208,20 @@ class DPoPChecker:
         if isinstance(iat, bool) or not isinstance(iat, (int, float)) or not (
                 now - self.max_age - self.leeway <= iat <= now + self.leeway):
             raise InvalidToken("the DPoP proof is too old or from the future", error="invalid_dpop_proof")
-        if self.use_nonce and not self._nonce_ok(claims.get("nonce"), now):
-            raise InvalidToken("a fresh DPoP nonce is required", error="use_dpop_nonce", dpop_nonce=self.new_nonce(now))
+        if self.use_nonce:
+            await self._load_secret()
+            if not self._nonce_ok(claims.get("nonce"), now):
+                raise InvalidToken("a fresh DPoP nonce is required", error="use_dpop_nonce",
+                                   dpop_nonce=self.new_nonce(now))
         jti = claims.get("jti")
         if not isinstance(jti, str) or not jti or len(jti) > 256:
             raise InvalidToken("the DPoP proof has no jti", error="invalid_dpop_proof")
-        if self.replay.seen(f"{jkt}:{jti}", iat + self.max_age + 2 * self.leeway, now):
+        key_id = f"{jkt}:{jti}"
+        until = iat + self.max_age + 2 * self.leeway
+        store = self.store
+        if store is not None:
+            used = await store.seen(key_id, until, now)
+        else:
+            used = self.replay.seen(key_id, until, now)
+        if used:
             raise InvalidToken("the DPoP proof was already used", error="invalid_dpop_proof")

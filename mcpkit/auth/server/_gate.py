@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from ...protocol import errors
 from ...transports._interface import AuthRefusal
+from ._compact import MAX_TOKEN_LENGTH
 from ._dpop import DPoPChecker
 from ._principal import InvalidToken, Principal, ScopeRule, TokenRequest, TokenVerifier, exact_scopes
 
@@ -62,6 +63,8 @@ class ResourceServerAuth:
     ``use_dpop_nonce``: demand server nonces in DPoP proofs.
     ``list_mode``: ``"filter"`` (``tools/list`` etc. show only what the token may use) or
     ``"all"`` (list everything; calls without the scope get 403).
+    ``max_token_length``: longer access tokens are refused (401 ``invalid_token``) before
+    the verifier sees them. Every malformed token or DPoP proof is a 401 with a challenge.
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class ResourceServerAuth:
         resource_documentation: str | None = None,
         serve_root_metadata: bool = True,
         metadata_extra: Mapping[str, Any] | None = None,
+        max_token_length: int = MAX_TOKEN_LENGTH,
     ) -> None:
         if verifier is None:
             if issuer is None:
@@ -114,6 +118,7 @@ class ResourceServerAuth:
         self.resource_documentation = resource_documentation
         self.serve_root_metadata = serve_root_metadata
         self.metadata_extra = dict(metadata_extra or {})
+        self.max_token_length = max_token_length
         self._docs: dict[str, bytes] = {}
         self._resources: dict[tuple[str, str | None, str], str] = {}
 
@@ -215,13 +220,27 @@ class ResourceServerAuth:
                                 description="send the access token as 'Authorization: Bearer <token>' (or DPoP)")
         if kind == "dpop" and self.dpop == "off":
             return self._refuse(401, resource, error="invalid_request", description="DPoP is not accepted here")
+        if len(token) > self.max_token_length:
+            return self._refuse(401, resource, error="invalid_token", description="the access token is too long",
+                                scheme="DPoP" if kind == "dpop" else None)
         request = TokenRequest(method, resource, "DPoP" if kind == "dpop" else "Bearer", headers)
         try:
-            principal = await self.verifier.verify(token, request)
+            try:
+                principal = await self.verifier.verify(token, request)
+            except (InvalidToken, errors.MCPError):
+                raise
+            except Exception as exc:
+                # A verifier that trips over a malformed token must not turn it into a 500.
+                log.warning("the token verifier failed (%s): refusing the token", type(exc).__name__)
+                raise InvalidToken("the access token could not be checked") from None
             if principal is None:
                 raise InvalidToken()
             if principal.jkt is not None or kind == "dpop" or self.dpop == "require":
-                self._check_dpop(principal, token, kind, request)
+                await self._check_dpop(principal, token, kind, request)
+        except errors.MCPError as exc:
+            # A shared store (Redis) the check needs is unreachable: refuse for now, never let through.
+            log.warning("could not check a token: %s", exc.message)
+            return AuthRefusal(503, self.challenge(resource), exc, ((b"retry-after", b"1"),))
         except InvalidToken as exc:
             nonce = exc.dpop_nonce
             extra = ((b"dpop-nonce", nonce.encode()),) if nonce else ()
@@ -236,7 +255,7 @@ class ResourceServerAuth:
                                 description="the access token lacks a scope this server requires", scope=self.required)
         return principal
 
-    def _check_dpop(self, principal: Principal, token: str, kind: str, request: TokenRequest) -> None:
+    async def _check_dpop(self, principal: Principal, token: str, kind: str, request: TokenRequest) -> None:
         if principal.jkt is None:
             if self.dpop == "require":
                 raise InvalidToken("this server takes DPoP-bound tokens only")
@@ -244,7 +263,13 @@ class ResourceServerAuth:
             raise InvalidToken("the DPoP scheme needs a DPoP-bound token")
         if kind != "dpop":
             raise InvalidToken("a DPoP-bound token must be sent with the DPoP scheme")
-        self.dpop_checker.check(request.headers.get("dpop"), token, principal.jkt, request)
+        try:
+            await self.dpop_checker.check(request.headers.get("dpop"), token, principal.jkt, request)
+        except (InvalidToken, errors.MCPError):
+            raise
+        except Exception as exc:
+            log.warning("the DPoP check failed (%s): refusing the proof", type(exc).__name__)
+            raise InvalidToken("the DPoP proof could not be checked", error="invalid_dpop_proof") from None
 
     def authorize(self, principal: Any, needed: Collection[str], resource: str) -> AuthRefusal | None:
         if not needed or principal.allows(needed):

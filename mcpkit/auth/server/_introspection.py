@@ -8,12 +8,14 @@ inactive answer is not kept.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._backoff import Backoff
 from ._jwt import audience_matches, check_time_claims, discover_metadata, principal_from_claims
 from ._principal import InvalidToken, Principal, ScopeRule, TokenRequest, exact_scopes
 
@@ -30,6 +32,10 @@ class IntrospectionVerifier:
     as for :class:`JWTVerifier`: the resource URL by default, ``False`` to skip (for
     issuers whose answers carry no ``aud``; then the issuer must be trusted to scope
     tokens to this server).
+
+    When the endpoint comes from the issuer's metadata, a failed discovery is not tried
+    again before ``failure_backoff`` seconds (doubling up to ``max_failure_backoff``), so
+    tokens sent during an outage cannot make this server hammer the issuer.
     """
 
     def __init__(
@@ -46,6 +52,8 @@ class IntrospectionVerifier:
         leeway: float = 60.0,
         http_client: httpx.AsyncClient | None = None,
         scope_rule: ScopeRule = exact_scopes,
+        failure_backoff: float = 1.0,
+        max_failure_backoff: float = 60.0,
     ) -> None:
         if endpoint is None and issuer is None:
             raise ValueError("IntrospectionVerifier needs endpoint= or issuer=")
@@ -64,6 +72,8 @@ class IntrospectionVerifier:
         self._cache: dict[bytes, tuple[float, Principal]] = {}
         #: Calls made to the endpoint (for tests and metrics).
         self.calls = 0
+        self.backoff = Backoff(failure_backoff, max_failure_backoff)
+        self._lock: asyncio.Lock | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -73,14 +83,27 @@ class IntrospectionVerifier:
         return self._client
 
     async def _endpoint(self) -> str:
-        if self.endpoint is None:
+        if self.endpoint is not None:
+            return self.endpoint
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one discovery at a time: the others see its outcome
+            if self.endpoint is not None:
+                return self.endpoint
             assert self.issuer is not None
-            meta = await discover_metadata(self._http(), self.issuer)
-            ep = meta.get("introspection_endpoint")
-            if not isinstance(ep, str):
-                raise LookupError(f"the metadata of {self.issuer} names no introspection_endpoint")
+            if not self.backoff.ready():
+                raise LookupError(f"the issuer failed recently; next attempt in {self.backoff.wait():.1f} s")
+            try:
+                meta = await discover_metadata(self._http(), self.issuer)
+                ep = meta.get("introspection_endpoint")
+                if not isinstance(ep, str):
+                    raise LookupError(f"the metadata of {self.issuer} names no introspection_endpoint")
+            except Exception:
+                self.backoff.failed()
+                raise
+            self.backoff.succeeded()
             self.endpoint = ep
-        return self.endpoint
+            return ep
 
     async def verify(self, token: str, request: TokenRequest) -> Principal | None:
         # The cache is keyed by a digest: no token sits in memory longer than its request.

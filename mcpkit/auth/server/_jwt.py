@@ -2,7 +2,10 @@
 
 The JWKS is found through the issuer's metadata (RFC 8414, then OpenID Connect discovery),
 kept in memory, and fetched again when a token names a key id it does not hold (at most
-once per ``refresh_interval``, so unknown ids cannot make it hammer the issuer). Signatures
+once per ``refresh_interval``, so unknown ids cannot make it hammer the issuer; a failed
+fetch is not tried again before a growing wait, so neither can forged tokens during an
+outage). The token's size, JSON nesting and header types are checked before anything is
+decoded; ``typ`` must be ``at+jwt`` (RFC 9068 §4) unless switched off. Signatures
 are checked by joserfc; the algorithm must be on an allow-list of asymmetric algorithms
 (never ``none``, never HMAC: a public key can't become an HMAC secret).
 """
@@ -10,13 +13,13 @@ are checked by joserfc; the algorithm must be on an allow-list of asymmetric alg
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import logging
 import time
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._backoff import Backoff
+from ._compact import MAX_TOKEN_LENGTH, MalformedJWS, parse_compact
 from ._principal import InvalidToken, Principal, ScopeRule, TokenRequest, exact_scopes
 
 if TYPE_CHECKING:
@@ -30,22 +33,20 @@ DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES2
 _SYMMETRIC = frozenset({"HS256", "HS384", "HS512", "none"})
 
 
-def _b64json(part: str) -> Any:
-    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+#: The ``typ`` values of a JWT access token (RFC 9068 §4; compared case-insensitively).
+AT_JWT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
 
 
-def token_header(token: str) -> dict[str, Any]:
-    """The protected header of a compact JWS (not verified), or InvalidToken."""
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise InvalidToken("the access token is not a signed JWT")
+def token_header(token: str, *, max_length: int = MAX_TOKEN_LENGTH) -> dict[str, Any]:
+    """The protected header of a compact JWS (not verified), or InvalidToken.
+
+    Sizes and nesting are capped before anything is decoded, and ``alg``, ``typ`` and
+    ``kid`` must be strings (see :func:`mcpkit.auth.server._compact.parse_compact`).
+    """
     try:
-        header = _b64json(parts[0])
-    except (ValueError, UnicodeDecodeError):
+        return parse_compact(token, max_length=max_length)[0]
+    except MalformedJWS:
         raise InvalidToken("the access token is not a signed JWT") from None
-    if not isinstance(header, dict):
-        raise InvalidToken("the access token is not a signed JWT")
-    return header
 
 
 def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
@@ -86,6 +87,9 @@ def principal_from_claims(claims: Mapping[str, Any], rule: ScopeRule, exp: float
     client = claims.get("client_id", claims.get("azp"))
     cnf = claims.get("cnf")
     jkt = cnf.get("jkt") if isinstance(cnf, dict) else None
+    if cnf is not None and not isinstance(jkt, str) and not (isinstance(cnf, dict) and "jkt" not in cnf):
+        # A confirmation the server cannot read must not make a bound token a bearer one.
+        raise InvalidToken("the access token's confirmation (cnf) is malformed")
     iss = claims.get("iss")
     return Principal(subject=sub if isinstance(sub, str) else None, client_id=client if isinstance(client, str) else None,
                      scopes=scopes_of(claims), claims=dict(claims), issuer=iss if isinstance(iss, str) else None,
@@ -126,6 +130,16 @@ class JWTVerifier:
     ``audience``: the accepted ``aud`` values; by default the server's canonical resource
     URL (``request.resource``), so the check is on unless you pass ``audience=False``.
     ``jwks_uri`` skips discovery; ``jwks`` gives the keys outright (a JWKS dict).
+
+    ``require_at_jwt_typ`` (default True): the header's ``typ`` must be ``at+jwt`` (or
+    ``application/at+jwt``, any case), as RFC 9068 §4 requires, so an ID token or another
+    JWT signed by the same issuer is not taken for an access token. Pass False only for an
+    issuer that mints access tokens without it.
+
+    ``failure_backoff`` / ``max_failure_backoff``: after a failed metadata or JWKS fetch the
+    issuer is not asked again for ``failure_backoff`` seconds, doubling with each failure in
+    a row up to ``max_failure_backoff``; tokens that need fresh keys meanwhile are refused
+    (401), so forged tokens during an outage cannot make this server hammer the issuer.
     """
 
     def __init__(
@@ -140,9 +154,12 @@ class JWTVerifier:
         http_client: httpx.AsyncClient | None = None,
         refresh_interval: float = 30.0,
         jwks_max_age: float = 3600.0,
-        require_at_jwt_typ: bool = False,
+        require_at_jwt_typ: bool = True,
         scope_rule: ScopeRule = exact_scopes,
         cache_size: int = 4096,
+        failure_backoff: float = 1.0,
+        max_failure_backoff: float = 60.0,
+        max_token_length: int = MAX_TOKEN_LENGTH,
     ) -> None:
         bad = _SYMMETRIC.intersection(algorithms)
         if bad:
@@ -161,6 +178,9 @@ class JWTVerifier:
         self.refresh_interval = refresh_interval
         self.jwks_max_age = jwks_max_age
         self.require_at_jwt_typ = require_at_jwt_typ
+        self.max_token_length = max_token_length
+        #: Failed fetches from the issuer, for :meth:`refresh` to wait between attempts.
+        self.backoff = Backoff(failure_backoff, max_failure_backoff)
         self.scope_rule = scope_rule
         self._client = http_client
         self._own_client = http_client is None
@@ -202,16 +222,28 @@ class JWTVerifier:
         async with self._lock:
             if not force and self._keys is not None and time.monotonic() - self._fetched_at < self.refresh_interval:
                 return
-            client = self._http()
-            if self.jwks_uri is None:
-                meta = await discover_metadata(client, self.issuer)
-                uri = meta.get("jwks_uri")
-                if not isinstance(uri, str):
-                    raise LookupError(f"the metadata of {self.issuer} has no jwks_uri")
-                self.jwks_uri = uri
-            resp = await client.get(self.jwks_uri, headers={"accept": "application/json"})
-            resp.raise_for_status()
-            self._load(resp.json())
+            backoff = self.backoff
+            if not force and not backoff.ready():
+                # Failed recently: callers waiting on the lock behind the failed fetch land here too.
+                raise LookupError(f"the issuer failed recently; next attempt in {backoff.wait():.1f} s")
+            try:
+                client = self._http()
+                if self.jwks_uri is None:
+                    meta = await discover_metadata(client, self.issuer)
+                    uri = meta.get("jwks_uri")
+                    if not isinstance(uri, str):
+                        raise LookupError(f"the metadata of {self.issuer} has no jwks_uri")
+                    self.jwks_uri = uri
+                resp = await client.get(self.jwks_uri, headers={"accept": "application/json"})
+                resp.raise_for_status()
+                jwks = resp.json()
+                if not isinstance(jwks, dict):
+                    raise LookupError("the JWKS is not a JSON object")
+                self._load(jwks)
+            except Exception:
+                backoff.failed()
+                raise
+            backoff.succeeded()
 
     async def _key_for(self, header: Mapping[str, Any]) -> Any:
         stale = self._keys is None or time.monotonic() - self._fetched_at > self.jwks_max_age
@@ -219,6 +251,8 @@ class JWTVerifier:
             await self._refresh_or_fail()
         kid = header.get("kid")
         assert self._keys is not None
+        if kid is not None and not isinstance(kid, str):
+            raise InvalidToken("the access token is not a signed JWT")
         if kid is None:
             return self._keys  # joserfc picks among them by algorithm
         key = self._by_kid.get(kid)
@@ -231,10 +265,13 @@ class JWTVerifier:
         return key
 
     async def _refresh_or_fail(self) -> None:
+        failures = self.backoff.failures
         try:
             await self.refresh()
         except Exception as exc:
-            log.warning("could not fetch the JWKS of %s: %s", self.issuer, exc)
+            # One warning per failed fetch; refusals while backing off are not worth one each.
+            (log.warning if self.backoff.failures != failures else log.debug)(
+                "could not fetch the JWKS of %s: %s", self.issuer, exc)
             if self._keys is None:
                 raise InvalidToken("the token's issuer keys are unavailable") from None
 
@@ -254,11 +291,12 @@ class JWTVerifier:
             if hit.expires_at is not None and hit.expires_at + self.leeway > time.time():
                 return hit
             self._cache.pop(ckey, None)
-        header = token_header(token)
+        header = token_header(token, max_length=self.max_token_length)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.algorithms:
             raise InvalidToken("the access token's algorithm is not accepted")
-        if self.require_at_jwt_typ and str(header.get("typ", "")).lower() not in ("at+jwt", "application/at+jwt"):
+        typ = header.get("typ")
+        if self.require_at_jwt_typ and not (isinstance(typ, str) and typ.lower() in AT_JWT_TYPES):
             raise InvalidToken("the token is not a JWT access token (typ at+jwt)")
         key = await self._key_for(header)
         from joserfc import jwt
@@ -268,8 +306,10 @@ class JWTVerifier:
             claims = jwt.decode(token, key, algorithms=self.algorithms).claims
         except JoseError:
             raise InvalidToken("the access token's signature does not verify") from None
-        except (ValueError, TypeError):
+        except Exception:  # whatever the JOSE library trips over in a forged token: refused
             raise InvalidToken("the access token is malformed") from None
+        if not isinstance(claims, dict):
+            raise InvalidToken("the access token is malformed")
         if claims.get("iss") != self.issuer:
             raise InvalidToken("the access token is from another issuer")
         if expected is not None and not audience_matches(claims.get("aud"), expected):

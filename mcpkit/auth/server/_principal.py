@@ -4,6 +4,7 @@ exceptions that become challenges."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -34,7 +35,8 @@ class Principal:
     """The authenticated caller of one request (``ctx.auth`` in handlers).
 
     ``key`` identifies the caller for bindings (MRTR state, tasks, legacy sessions,
-    private caches): the issuer and subject, or the client id for a token without ``sub``.
+    private caches): the issuer and subject, or the issuer and client id for a token
+    without ``sub``; None for a token with neither (nothing can be bound to it).
     """
 
     subject: str | None
@@ -51,9 +53,20 @@ class Principal:
     list_all: bool = field(default=False, repr=False, compare=False)
 
     @property
-    def key(self) -> str:
-        who = self.subject if self.subject is not None else f"client:{self.client_id}"
-        return f"{self.issuer or ''} {who}"
+    def key(self) -> str | None:
+        """The caller's binding key, or None when the token names neither ``sub`` nor a client.
+
+        A JSON array ``[issuer, "sub" | "client", value]``: unambiguous whatever the claims
+        hold (a ``sub`` of ``client:X`` is not client X, a missing issuer is not an empty
+        one), and the issuer is part of it, so equal subjects of two issuers differ.
+        """
+        if self.subject is not None:
+            kind, who = "sub", self.subject
+        elif self.client_id is not None:
+            kind, who = "client", self.client_id
+        else:
+            return None
+        return json.dumps([self.issuer, kind, who], separators=(",", ":"))
 
     def allows(self, needed: Collection[str]) -> bool:
         """Whether this caller's scopes cover every scope in ``needed``."""
