@@ -20,7 +20,8 @@ Plan = tuple[Any, "str | None"]
 
 def _flags(ns: argparse.Namespace) -> list[str]:
     named = (("--auth-issuer", "auth_issuer"), ("--auth-introspect", "auth_introspect"),
-             ("--auth-audience", "auth_audience"), ("--auth-scope", "auth_scope"))
+             ("--auth-audience", "auth_audience"), ("--auth-scope", "auth_scope"),
+             ("--auth-no-typ-check", "auth_no_typ_check"))
     return [flag for flag, attr in named if getattr(ns, attr, None)]
 
 

@@ -131,8 +131,9 @@ def test_cli_auth_options_and_a_files_auth_are_refused(tmp_path: Path, issuer: T
     assert "Server(auth=...)" in lines[0] and "--auth-issuer" in lines[0]
 
 
-def test_an_auth_option_without_an_issuer_is_refused() -> None:
-    proc = mcpkit("serve", "--http", "--port", "1", "--auth-scope", "mcp:tools", DEMO, timeout=30)
+@pytest.mark.parametrize("option", [["--auth-scope", "mcp:tools"], ["--auth-no-typ-check"]])
+def test_an_auth_option_without_an_issuer_is_refused(option: list[str]) -> None:
+    proc = mcpkit("serve", "--http", "--port", "1", *option, DEMO, timeout=30)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "--auth-issuer" in lines[0], proc.stderr
 
