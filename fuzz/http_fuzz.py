@@ -15,7 +15,9 @@ headers that never end, silence) are opened first and must each get 408 and be c
 server before the run ends (the default deadline is 20 s).
 
 Checked: no 5xx but the deliberate 503 (with ``Retry-After``, counted apart); every POST gets
-a response (no reset, no timeout); JSON bodies and SSE events are well-formed JSON-RPC; a
+a response (no reset, no timeout); no well-formed request, huge headers included, has its
+connection dropped (reset, or closed without a status: ``dropped_connections``, printed on
+its own line before the summary); JSON bodies and SSE events are well-formed JSON-RPC; a
 frame owed an answer gets it, with its id, exactly once, unless the request was refused before
 its body was read (406, 408, 413, 415, 431, 503: the refusals are counted by status); 202 only
 for frames owed nothing; the server process is still up at the end. Not fuzzed: Host and
@@ -146,8 +148,8 @@ def parse_body(ledger: Ledger, resp: httpx.Response) -> list[Any]:
 REFUSALS = (406, 408, 413, 415, 431, 503)
 
 
-def _raw_exchange(url: str, data: bytes, *, timeout: float = 10.0) -> tuple[int | None, dict[str, str], bytes, bool]:
-    """Send ``data`` on a fresh socket; (status, headers, body, closed by the server)."""
+def _raw_exchange(url: str, data: bytes, *, timeout: float = 10.0) -> tuple[int | None, dict[str, str], bytes, bool, bool]:
+    """Send ``data`` on a fresh socket; (status, headers, body, closed by the server, reset)."""
     u = httpx.URL(url)
     with socket.create_connection((u.host, u.port), timeout=timeout) as s:
         with contextlib.suppress(OSError):
@@ -155,10 +157,11 @@ def _raw_exchange(url: str, data: bytes, *, timeout: float = 10.0) -> tuple[int 
         return _read_response(s, timeout)
 
 
-def _read_response(s: socket.socket, timeout: float) -> tuple[int | None, dict[str, str], bytes, bool]:
+def _read_response(s: socket.socket, timeout: float) -> tuple[int | None, dict[str, str], bytes, bool, bool]:
+    """(status, headers, body, closed by the server, reset by the server)."""
     s.settimeout(timeout)
     buf = b""
-    closed = False
+    closed = reset = False
     try:
         while True:
             chunk = s.recv(65536)
@@ -166,8 +169,10 @@ def _read_response(s: socket.socket, timeout: float) -> tuple[int | None, dict[s
                 closed = True
                 break
             buf += chunk
-    except (TimeoutError, ConnectionResetError):
-        closed = closed or False
+    except TimeoutError:
+        pass
+    except ConnectionResetError:
+        reset = True
     head, _, body = buf.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     try:
@@ -178,7 +183,7 @@ def _read_response(s: socket.socket, timeout: float) -> tuple[int | None, dict[s
     for ln in lines[1:]:
         k, _, v = ln.partition(":")
         hdrs[k.strip().lower()] = v.strip()
-    return status, hdrs, body, closed
+    return status, hdrs, body, closed, reset
 
 
 def raw_case(rng: random.Random, url: str) -> tuple[str, bytes, tuple[int, ...]]:
@@ -188,6 +193,7 @@ def raw_case(rng: random.Random, url: str) -> tuple[str, bytes, tuple[int, ...]]
     body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     end = f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
     kind = rng.choice(["huge-header", "many-headers", "huge-url", "bad-http", "bad-length"])
+    # (huge-header, many-headers and huge-url are well-formed HTTP, only too large: see WELL_FORMED_RAW)
     if kind == "huge-header":
         return kind, head.encode() + b"X-Big: " + b"a" * rng.choice([70_000, 1_000_000, 8_000_000]) + b"\r\n" + end, (431,)
     if kind == "many-headers":
@@ -199,6 +205,10 @@ def raw_case(rng: random.Random, url: str) -> tuple[str, bytes, tuple[int, ...]]
         return kind, rng.choice([b"POST /mcp HTTP/1.1\r\nHost\r\n\r\n", b"\x00\x01\x02 garbage\r\n\r\n",
                                  b"POST /mcp HTTP/9.9\r\n\r\n"]), (400, 505)
     return kind, head.encode() + b"Content-Length: 12x\r\n\r\n" + body, (400,)
+
+
+#: Raw cases that are well-formed HTTP (too large, not malformed): a dropped connection counts.
+WELL_FORMED_RAW = ("huge-header", "many-headers", "huge-url")
 
 
 def open_slowloris(url: str, n: int) -> list[tuple[str, socket.socket]]:
@@ -283,6 +293,8 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
     deliberate_503 = 0
     raw_kinds: dict[str, int] = {}
     raw_wrong: list[str] = []
+    # Well-formed requests whose connection was reset, or closed, before any status came back.
+    dropped: list[str] = []
     started = time.monotonic()
     slowloris = open_slowloris(url, slow)
     base = url.rsplit("/mcp", 1)[0]
@@ -292,7 +304,9 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
             if raw and rng.random() < raw:
                 rkind, data, wanted = raw_case(rng, url)
                 raw_kinds[rkind] = raw_kinds.get(rkind, 0) + 1
-                status, rh, rbody, _closed = _raw_exchange(url, data)
+                status, rh, rbody, _closed, reset = _raw_exchange(url, data)
+                if rkind in WELL_FORMED_RAW and (status is None or reset):
+                    dropped.append(f"{rkind} ({len(data)} bytes): status {status}, reset={reset}")
                 statuses[status or 0] = statuses.get(status or 0, 0) + 1
                 if status in REFUSALS:
                     refusals[status] = refusals.get(status, 0) + 1
@@ -333,6 +347,8 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
                 continue
             except httpx.HTTPError as exc:
                 no_response.append(f"{type(exc).__name__}: {case.kind}: {case.data[:200]!r}")
+                if isinstance(exc, (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)):
+                    dropped.append(f"{type(exc).__name__}: {exc}: {case.kind} ({len(case.data)} bytes)")
                 continue
             statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
             if resp.status_code in REFUSALS:
@@ -377,7 +393,7 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
     slow_wrong: list[str] = []
     for skind, sock in slowloris:
         remaining = max(0.5, 40.0 - (time.monotonic() - started))  # the server's deadline is 20 s by default
-        status, sh, sbody, closed = _read_response(sock, remaining)
+        status, sh, sbody, closed, _reset = _read_response(sock, remaining)
         sock.close()
         if status == 408 and closed:
             slow_results["closed_with_408"] += 1
@@ -396,11 +412,11 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
         "http_5xx": len(server_errors),
         "no_response": len(no_response), "bad_202": len(bad_202), "refused_by_client": refused_by_client,
         "refusals": dict(sorted(refusals.items())), "deliberate_503": deliberate_503, "raw_cases": raw_kinds,
-        "raw_wrong_status": len(raw_wrong), "slowloris": slow_results,
+        "raw_wrong_status": len(raw_wrong), "dropped_connections": len(dropped), "slowloris": slow_results,
         "seconds": round(time.monotonic() - started, 1), "kinds": kinds,
     })
     summary["ok"] = not (server_errors or no_response or bad_202 or missing or ledger.duplicates or ledger.unexpected
-                         or ledger.invalid or raw_wrong or slow_wrong)
+                         or ledger.invalid or raw_wrong or slow_wrong or dropped)
     if not summary["ok"]:
         summary["examples"] = {
             "http_5xx": server_errors[:5],
@@ -411,6 +427,7 @@ def _run(cases: int, seed: int, url: str, *, big: bool, headers: float, legacy: 
             "unexpected": [repr(rid)[:100] for rid in ledger.unexpected[:5]],
             "invalid": ledger.invalid[:5],
             "raw_wrong_status": raw_wrong[:5],
+            "dropped_connections": dropped[:5],
             "slowloris": slow_wrong[:5],
         }
     return summary
@@ -445,6 +462,8 @@ def main() -> int:
     args = ap.parse_args()
     summary = run(args.cases, args.seed, args.url, script=args.server, big=not args.small, headers=args.headers,
                   legacy=args.legacy, verbose=args.verbose, raw=args.raw, slow=args.slow)
+    print(f"dropped connections (well-formed requests reset or closed without a status): "
+          f"{summary.get('dropped_connections', 0)} of {args.cases} cases")
     print(json.dumps(summary, indent=2 if args.verbose else None))
     return 0 if summary["ok"] else 1
 

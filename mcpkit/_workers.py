@@ -59,6 +59,10 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
             env["MCPKIT_STATE_KEYS"] = ",".join(shared_state_keys(redis_url))
         except Exception as exc:
             raise ValueError(f"cannot reach Redis at {redis_url}: {exc}") from None
+    if env.get("MCPKIT_STATE_KEYS"):
+        from .server._keys import parse_env
+
+        parse_env(env["MCPKIT_STATE_KEYS"])  # a weak key: WeakKeyError (a ValueError), one line
     if workers == 1:
         os.environ.update(env)
         _serve(config, sockets=None, host=host, port=port)

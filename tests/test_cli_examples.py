@@ -80,7 +80,7 @@ def test_static_token_server_example():
 
 
 def test_multi_worker_example():
-    keys = "a" * 64
+    keys = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"  # 32 random bytes, hex
     srv = ServerProcess(_uvicorn("examples.multi_worker:app", "--workers", "2"),
                         env=subprocess_env(MCPKIT_STATE_KEYS=keys))
     try:

@@ -30,6 +30,7 @@ def check(summary: dict[str, Any]) -> None:
     shown = json.dumps(summary, indent=1, default=str)[:6000]
     assert summary["ok"], shown
     assert summary["http_5xx"] == 0 and summary["no_response"] == 0, shown
+    assert summary["dropped_connections"] == 0, shown  # refusals reach the client (lingering close)
     assert summary["unanswered"] == summary["duplicates"] == summary["unexpected"] == summary["invalid_lines"] == 0, shown
     assert summary["server_up_at_end"] and summary["tracebacks"] == 0, shown
     assert summary["owed"] > 0 and summary["statuses"].get(200, 0) > 0, shown

@@ -115,6 +115,10 @@ def text_of(reply: dict[str, Any]) -> str:
     return result["contents"][0]["text"]
 
 
+#: A good key (32 random bytes, base64url) that no test server holds.
+OTHER_KEY = "uywXxYEbVXi-yCdLtpQxbfVfFYHXMpgapJZmKVUYv_g="
+
+
 def craft(*, key: str, ttl: float = 60.0, method: str = "tools/call", name: str = "greet",
           arguments: Any = GREET_HI["arguments"], asked: list[str] | None = None,
           answers: dict[str, Any] | None = None, state: dict[str, Any] | None = None) -> str:
@@ -159,8 +163,11 @@ TAMPERINGS = {
     "flipped-middle-char": _flip_middle,
     "flipped-ciphertext-bit": lambda tok: _with_byte(tok, len(_unb64(tok)) // 2, _unb64(tok)[len(_unb64(tok)) // 2] ^ 0x01),
     "flipped-tag-bit": lambda tok: _with_byte(tok, len(_unb64(tok)) - 1, _unb64(tok)[-1] ^ 0x80),
-    "flipped-nonce-bit": lambda tok: _with_byte(tok, 6, _unb64(tok)[6] ^ 0x01),
-    "unknown-version-byte": lambda tok: _with_byte(tok, 0, 0x02),
+    # Format v2: version (1 byte), key id (8), nonce (12), ciphertext and tag.
+    "flipped-nonce-bit": lambda tok: _with_byte(tok, 10, _unb64(tok)[10] ^ 0x01),
+    "unknown-version-byte": lambda tok: _with_byte(tok, 0, 0x03),
+    "old-version-byte": lambda tok: _with_byte(tok, 0, 0x01),
+    "flipped-key-id-bit": lambda tok: _with_byte(tok, 8, _unb64(tok)[8] ^ 0x01),
     "unknown-key-id": lambda tok: _with_byte(tok, 1, _unb64(tok)[1] ^ 0xFF),
     "truncated-by-half": lambda tok: tok[: len(tok) // 2],
     "truncated-by-one": lambda tok: tok[:-1],
@@ -201,7 +208,7 @@ def test_state_minted_by_a_server_with_other_keys_is_rejected(wire: Wire) -> Non
     status, reply = wire.call("tools/call", {**GREET_HI, "requestState": foreign, "inputResponses": ADA})
     assert_invalid_state(wire, status, reply)
     # Crafted with the right binding and expiry, under a key the server never held:
-    status, reply = wire.call("tools/call", {**GREET_HI, "requestState": craft(key="some-other-key"), "inputResponses": ADA})
+    status, reply = wire.call("tools/call", {**GREET_HI, "requestState": craft(key=OTHER_KEY), "inputResponses": ADA})
     assert_invalid_state(wire, status, reply)
     assert_alive(wire)
 

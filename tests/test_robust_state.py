@@ -28,7 +28,7 @@ from mcpkit.server._state import KeyRing, StateError, StateSealer, digest_argume
 
 ROOT = Path(__file__).resolve().parent.parent
 MRTR_SERVER = ROOT / "tests" / "servers" / "mrtr_server.py"
-KEY_A = "mrtr-tests-key-A"  # what mrtr_server.py's ``keyed`` server seals with
+KEY_A = "iCzKk9rXJxiTQKgjCyq049t9a9kJr0HNItEKw6nOejU="  # what mrtr_server.py's ``keyed`` server seals with
 VERSION = "2026-07-28"
 INVALID_STATE = {"code": -32602, "message": "Invalid or expired requestState"}
 GREET_HI = {"name": "greet", "arguments": {"greeting": "Hi"}}

@@ -26,18 +26,19 @@ MRTR_FILE = MRTR_SERVER
 INVALID_STATE = {"code": -32602, "message": "Invalid or expired requestState"}
 ADA = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
 GREET_HI = {"name": "greet", "arguments": {"greeting": "Hi"}}
-SHARED = "shared-ring-key-one"
+SHARED = "M7K_Zi9-1_Rh16dMLFjUpgmY375g5Vjm-13a-i9S6DM="  # keys: 32 random bytes, base64url
+NEW_KEY = "T8sxofvFAQoOVufN8wfzr-AY3qBLfufA56sufH-78c4="
 
 #: name -> (served spec, MCPKIT_STATE_KEYS or None to leave it unset)
 PROCESSES = {
     "A": (str(MRTR_FILE), SHARED),
     "B": (str(MRTR_FILE), SHARED),
-    "C": (str(MRTR_FILE), "a-different-key"),
-    "D": (str(MRTR_FILE), f"the-new-key,{SHARED}"),  # rotation: seals with the new key, still opens the old
+    "C": (str(MRTR_FILE), "8MhvinAiMs2X5KEYXqH4PCDWqIfqZvec2z5HIZkBTuY="),
+    "D": (str(MRTR_FILE), f"{NEW_KEY},{SHARED}"),  # rotation: seals with the new key, still opens the old
     "E": (str(MRTR_FILE), None),  # no keys: a random per-process key
-    "S": (str(MRTR_FILE), f"the-new-key, {SHARED}"),  # as a person writes a list: a space after the comma
+    "S": (str(MRTR_FILE), f"{NEW_KEY}, {SHARED}"),  # as a person writes a list: a space after the comma
     "P": (f"{MRTR_FILE}:keyed", None),  # Server(state_keys=[KEY_A])
-    "Q": (f"{MRTR_FILE}:keyed", "ignored-when-state_keys-is-given"),
+    "Q": (f"{MRTR_FILE}:keyed", "FXg_1t54CxLsEjb03PuD9GFuCNPXqG3xOtqwXUxmMeE="),  # ignored: state_keys is given
     "R": (f"{MRTR_FILE}:other_keys", None),  # Server(state_keys=[KEY_B])
 }
 

@@ -39,6 +39,10 @@ class Keys:
         """The set of URIs the session subscribed to."""
         return f"{self.prefix}:session:{sid}:subs"
 
+    def used_state(self, state_id: str) -> str:
+        """Present while a spent single-use requestState could still be presented."""
+        return f"{self.prefix}:used-state:{state_id}"
+
     @property
     def state_keys(self) -> str:
         """The shared MRTR key ring, when no keys are configured."""

@@ -13,6 +13,8 @@
 - ``task_store``: task records, plus the channel that carries ``tasks/update`` answers and
   ``tasks/cancel`` to the worker running the handler.
 - ``sessions``: legacy (2025-11-25) ``Mcp-Session-Id`` sessions, usable from any worker.
+- ``used_states``: spent ``requestState`` ids of a ``Server(state_single_use=True)``, so a
+  state is accepted once across every worker.
 - :func:`shared_state_keys`: one MRTR key ring for every worker, kept in Redis, when no
   keys are configured (``MCPKIT_STATE_KEYS`` keeps them out of Redis instead).
 - ``dpop``: the DPoP proof replay cache and nonce secret (``install`` gives them to the
@@ -32,13 +34,14 @@ from ._redis_dpop import RedisDPoPStore
 from ._redis_keys import Keys
 from ._redis_node import BackendUnavailable, RedisNode
 from ._redis_sessions import RedisSessionStore
+from ._redis_states import RedisUsedStates
 from ._redis_tasks import RedisTaskStore
 
 if TYPE_CHECKING:
     from ..server import Server
 
 __all__ = ["BackendUnavailable", "RedisBackend", "RedisBus", "RedisDPoPStore", "RedisSessionStore", "RedisTaskStore",
-           "shared_state_keys"]
+           "RedisUsedStates", "shared_state_keys"]
 
 
 class RedisBackend:
@@ -51,6 +54,7 @@ class RedisBackend:
         self.task_store = RedisTaskStore(self.node)
         self.sessions = RedisSessionStore(self.node)
         self.dpop = RedisDPoPStore(self.node)
+        self.used_states = RedisUsedStates(self.node)
 
     @property
     def worker_id(self) -> str:
@@ -62,6 +66,7 @@ class RedisBackend:
         if server.tasks is not None:
             server.tasks.use_store(self.task_store)
         server.session_store = self.sessions
+        server.used_states = self.used_states
         self.install_auth(getattr(server, "auth", None))
 
     def install_auth(self, auth: Any) -> None:
@@ -87,6 +92,7 @@ def shared_state_keys(url: str, *, prefix: str = "mcpkit", timeout: float = 5.0)
     Anyone who can read this Redis can mint ``requestState``; configure ``state_keys`` /
     ``MCPKIT_STATE_KEYS`` instead to keep the keys out of it.
     """
+    import base64
     import secrets
 
     import redis
@@ -94,7 +100,7 @@ def shared_state_keys(url: str, *, prefix: str = "mcpkit", timeout: float = 5.0)
     key = Keys(prefix).state_keys
     client: Any = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
-        client.set(key, secrets.token_hex(32), nx=True)
+        client.set(key, base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(), nx=True)
         value = client.get(key)
     finally:
         client.close()

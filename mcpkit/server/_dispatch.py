@@ -77,6 +77,15 @@ class MethodTable:
         self.chains[method] = chain
 
 
+async def spend_state(server: Server, state_id: str, expires: float) -> None:
+    """Record a verified single-use requestState as spent; a second use is refused."""
+    from ._once import spent_state_error
+
+    if not await server.used_states.spend(state_id, expires):
+        log.warning("refused a requestState presented a second time")
+        raise spent_state_error()
+
+
 async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Request, checked: inbound.Checked,
                    emit: Emit | None, principal: str | None, era: Era, auth: Any = None) -> Reply:
     """Answer a request that passed the inbound ladder. Never raises except for cancellation."""
@@ -90,6 +99,9 @@ async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Reques
         channel = None
         if method in MRTR_METHODS:
             channel = ctx.input_channel = era.open_input(ctx, params)
+            spend = getattr(channel, "spend", None)
+            if spend is not None:  # a single-use requestState (Server(state_single_use=True))
+                await spend_state(server, *spend)
         try:
             result = await chains[method](ctx, params)
         except InputRequired as need:

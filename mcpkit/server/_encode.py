@@ -76,10 +76,12 @@ class MrtrChannel:
     """2026-07-28 questions: answers come from this retry (and earlier rounds' sealed state);
     a question without one unwinds the handler, to be answered ``input_required``."""
 
-    __slots__ = ("answers",)
+    __slots__ = ("answers", "spend")
 
-    def __init__(self, answers: Mapping[str, Any]) -> None:
+    def __init__(self, answers: Mapping[str, Any], spend: tuple[str, float] | None = None) -> None:
         self.answers = answers
+        #: (state id, expiry) of a single-use requestState to spend before the handler runs.
+        self.spend = spend
 
     async def ask(self, requests: InputRequests) -> dict[str, Any]:
         answers = self.answers
@@ -110,6 +112,7 @@ class ModernEra:
             return _FIRST_ROUND
         answers: dict[str, Any] = {}
         asked: list[str] | None = None
+        spend: tuple[str, float] | None = None
         if params.requestState is not UNSET:
             method, name, digest, principal = _binding(ctx, params)
             try:
@@ -121,12 +124,16 @@ class ModernEra:
             answers.update(payload.answers)
             ctx.state = dict(payload.state)
             asked = payload.asked
+            if self.server.state_single_use:
+                from ._once import state_id
+
+                spend = (state_id(params.requestState), payload.expires)
         if params.inputResponses is not UNSET:
             for key, value in params.inputResponses.items():
                 # Unknown or unasked keys are ignored, as the spec asks.
                 if asked is None or key in asked:
                     answers[key] = value
-        return MrtrChannel(answers)
+        return MrtrChannel(answers, spend)
 
     def unwound(self, ctx: Context, params: Any, channel: InputChannel | None, need: InputRequired) -> Any:
         """The ``input_required`` answer: the questions, and everything answered so far sealed."""

@@ -20,6 +20,7 @@ from ._dispatch import Handler, MethodTable, Wrapper
 from ._dispatch import dispatch as dispatch_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
+from ._once import MemoryUsedStates, UsedStates
 from ._primitives import (
     TASK_START,
     TASK_SUPPORT,
@@ -86,6 +87,7 @@ class Server:
         supported_versions: tuple[str, ...] = versions.MODERN_VERSIONS,
         state_keys: list[str | bytes] | KeyRing | None = None,
         state_ttl: float = 600.0,
+        state_single_use: bool = False,
         bus: Bus | None = None,
         legacy: bool = True,
         tasks: bool | TaskStore = False,
@@ -126,9 +128,14 @@ class Server:
         self._templates_view = MappingProxyType(self._templates)
         self._prompts_view = MappingProxyType(self._prompts)
         self._capability_names: frozenset[str] = frozenset()
-        self._state_keys = state_keys
+        # Built now, so that a weak key (MCPKIT_STATE_KEYS or state_keys=) is refused at startup.
+        self._key_ring = state_keys if isinstance(state_keys, KeyRing) else KeyRing(state_keys)
         self._state_ttl = state_ttl
         self._sealer: StateSealer | None = None
+        #: Accept each ``requestState`` once (replays refused); spent states are recorded in
+        #: :attr:`used_states` (this process; Redis once ``RedisBackend.install`` ran).
+        self.state_single_use = state_single_use
+        self.used_states: UsedStates = MemoryUsedStates()
         #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
         self.bus: Bus = InMemoryBus()
         #: Where legacy HTTP sessions live when several workers share them (None: this process).
@@ -540,8 +547,7 @@ class Server:
     def sealer(self) -> StateSealer:
         """Seals MRTR requestState; share the keys between workers (or set MCPKIT_STATE_KEYS)."""
         if self._sealer is None:
-            keys = self._state_keys
-            self._sealer = StateSealer(keys if isinstance(keys, KeyRing) else KeyRing(keys), self._state_ttl)
+            self._sealer = StateSealer(self._key_ring, self._state_ttl)
         return self._sealer
 
     def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:

@@ -21,8 +21,11 @@ import msgspec
 
 log = logging.getLogger("mcpkit.server")
 
-_VERSION = b"\x01"
-_AAD = b"mcpkit/requestState/v1"
+#: v2: keys are random (no passphrases), AES key and key id derived by HKDF (see ._keys);
+#: the version byte and key id are authenticated with the payload.
+_VERSION = b"\x02"
+_AAD = b"mcpkit/requestState/v2"
+_HEAD = 1 + 8  # version, key id
 #: The one message every verification failure gets; the reason goes to the server log only.
 INVALID_STATE_MESSAGE = "Invalid or expired requestState"
 #: What seal() writes: the base64url alphabet (RFC 4648 §5), no padding.
@@ -48,34 +51,32 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(_Payload).decode
 
 
-def _key_bytes(key: str | bytes) -> bytes:
-    import hashlib
-
-    if isinstance(key, str):
-        key = key.encode()
-    if len(key) == 32:
-        return key
-    # Any passphrase or length: derive a 256-bit key (domain-separated).
-    return hashlib.sha256(b"mcpkit-state-key:" + key).digest()
-
-
 class KeyRing:
-    """Keys for sealing ``requestState``. ``keys[0]`` seals; every key opens.
+    """Keys for sealing ``requestState``. ``keys[0]`` seals; every key opens (rotation).
 
-    Without keys, ``MCPKIT_STATE_KEYS`` (comma-separated) is read; failing that a random
-    per-process key is made, which only suits a single process.
+    Each key is at least 32 random bytes as base64url, base64 or hex text (or raw bytes);
+    anything else, a passphrase above all, raises :class:`~._keys.WeakKeyError` (a
+    ``ValueError`` whose text is one line saying how to make a key). Without keys,
+    ``MCPKIT_STATE_KEYS`` (comma-separated) is read; failing that a random per-process key
+    is made, which only suits a single process.
     """
 
     def __init__(self, keys: Iterable[str | bytes] | None = None) -> None:
+        from ._keys import derive, key_material, parse_env
+
         if keys is None:
             env = os.environ.get("MCPKIT_STATE_KEYS")
-            keys = [k.strip() for k in env.split(",") if k.strip()] if env else None
-        import hashlib
-
-        self.ephemeral = not keys
-        raw = [_key_bytes(k) for k in keys] if keys else [os.urandom(32)]
-        self._keys = {hashlib.sha256(k).digest()[:4]: k for k in raw}
-        self._sealing_id = hashlib.sha256(raw[0]).digest()[:4]
+            raw = parse_env(env) if env and env.strip(" ,") else []
+        else:
+            raw = [key_material(k, index=i) for i, k in enumerate(keys, 1)]
+        self.ephemeral = not raw
+        if not raw:
+            raw = [os.urandom(32)]
+        self._keys: dict[bytes, bytes] = {}
+        for material in raw:
+            key_id, aes_key = derive(material)
+            self._keys.setdefault(key_id, aes_key)
+        self._sealing_id = derive(raw[0])[0]
         self._aead: dict[bytes, Any] = {}
 
     def _cipher(self, key_id: bytes) -> Any:
@@ -90,8 +91,9 @@ class KeyRing:
         import base64
 
         nonce = os.urandom(12)
-        ct = self._cipher(self._sealing_id).encrypt(nonce, payload, _AAD)
-        return base64.urlsafe_b64encode(_VERSION + self._sealing_id + nonce + ct).decode().rstrip("=")
+        head = _VERSION + self._sealing_id
+        ct = self._cipher(self._sealing_id).encrypt(nonce, payload, _AAD + head)
+        return base64.urlsafe_b64encode(head + nonce + ct).decode().rstrip("=")
 
     def open(self, token: str) -> bytes:
         import base64
@@ -104,15 +106,15 @@ class KeyRing:
         blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         if base64.urlsafe_b64encode(blob).rstrip(b"=") != token.encode("ascii"):
             raise StateError("not canonical base64url (non-zero trailing bits)")
-        if len(blob) < 1 + 4 + 12 + 16 or blob[:1] != _VERSION:
+        if len(blob) < _HEAD + 12 + 16 or blob[:1] != _VERSION:
             raise StateError("malformed or unknown version")
-        key_id = blob[1:5]
+        key_id = blob[1:_HEAD]
         if key_id not in self._keys:
             raise StateError("sealed with a key this key ring does not hold")
         from cryptography.exceptions import InvalidTag
 
         try:
-            plain: bytes = self._cipher(key_id).decrypt(blob[5:17], blob[17:], _AAD)
+            plain: bytes = self._cipher(key_id).decrypt(blob[_HEAD:_HEAD + 12], blob[_HEAD + 12:], _AAD + blob[:_HEAD])
             return plain
         except InvalidTag:
             raise StateError("authentication failed (tampered)") from None

@@ -7,8 +7,9 @@ Two halves:
 * :class:`Limits` and :func:`http_protocol` — what only the HTTP server can enforce, because it
   happens before the app is called: header count and size (431), a deadline for a request's
   headers and body (408, then close), connection and in-flight caps (503 with
-  ``Retry-After``), the keep-alive idle limit, and answering a request whose client
-  half-closed its side. They are a small subclass of uvicorn's httptools protocol;
+  ``Retry-After``), the keep-alive idle limit, answering a request whose client
+  half-closed its side, and closing after a refusal without resetting a client that is
+  still sending (the lingering close of :mod:`._linger`, h11 too). They are a small subclass of uvicorn's httptools protocol;
   :func:`uvicorn_options` turns :class:`Limits` into the ``uvicorn.Config`` arguments.
 
 Every refusal carries a JSON-RPC error body.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import codec, errors
+from ._linger import LingeringTransport, lingering_h11_protocol
 
 log = logging.getLogger("mcpkit.http")
 
@@ -217,10 +219,12 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
         _head_bytes = 0  # bytes received while in the head (a cheap upper bound of the head's size)
         _deadline = 0.0  # loop time by which the current request must be complete (0: none pending)
         _eof = False
+        _receiving = False  # between a request's first byte and its end: the client may still send
+        _refusing = False  # a refusal was written: close lingering (see ._linger)
 
         # -------------------------------------------------------------- connection
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+            super().connection_made(LingeringTransport(transport, self._may_still_send))
             if deadline is not None:
                 self._deadline = self.loop.time() + deadline
                 _sweeper.start(self.loop, self.connections)
@@ -244,6 +248,10 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
                 return True
             return None  # nothing to answer: the transport closes
 
+        def _may_still_send(self) -> bool:
+            """Whether closing now could leave the client sending (then the close lingers)."""
+            return not self._eof and (self._refusing or self._receiving)
+
         def _probe(self, wait: float) -> None:
             cycle = self.cycle
             if self.transport.is_closing() or cycle is None or cycle.response_started or cycle.response_complete:
@@ -265,6 +273,7 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
             cycle = self.cycle
             if cycle is None or not cycle.response_started:
                 log.info("closing a connection whose request was not received within %ss", deadline)
+                self._refusing = True
                 self.transport.write(refusal(408, timeout_error))
             if cycle is not None:
                 cycle.disconnected = True
@@ -296,6 +305,7 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
 
         def _refuse(self, status: int, error: errors.MCPError) -> None:
             self._deadline = 0.0
+            self._refusing = True
             if not self.transport.is_closing():
                 self.transport.write(refusal(status, error))
                 self.transport.close()
@@ -306,6 +316,7 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._in_head = True
+            self._receiving = True
             if deadline is not None and not self._deadline:
                 self._deadline = self.loop.time() + deadline
 
@@ -334,19 +345,21 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
 
         def on_message_complete(self) -> None:
             self._deadline = 0.0
+            self._receiving = False
             super().on_message_complete()
 
     return LimitedHttpTools
 
 
-def uvicorn_options(limits: Limits) -> dict[str, Any]:
-    """The ``uvicorn.Config`` arguments that enforce ``limits``."""
-    protocol = http_protocol(limits)
+def uvicorn_options(limits: Limits, *, parser: str = "auto") -> dict[str, Any]:
+    """The ``uvicorn.Config`` arguments that enforce ``limits``; ``parser="h11"`` picks the
+    h11 protocol even when httptools is installed (what an install without httptools gets)."""
+    protocol = http_protocol(limits) if parser != "h11" else None
     options: dict[str, Any] = {"timeout_keep_alive": limits.keep_alive_timeout}
     if protocol is not None:
         options["http"] = protocol
-    else:  # pragma: no cover - h11 only: its own head-size cap and uvicorn's plain-text 503
-        options["http"] = "h11"
+    else:  # h11 only: its own head-size cap and uvicorn's plain-text 503
+        options["http"] = lingering_h11_protocol()
         if limits.max_header_bytes is not None:
             options["h11_max_incomplete_event_size"] = limits.max_header_bytes
         caps = [c for c in (limits.max_connections, limits.max_inflight) if c is not None]

@@ -303,7 +303,10 @@ class HttpApp:
         return b"".join(chunks)
 
     async def _too_large(self, send: Send) -> None:
-        await _asgi.respond_error(send, 413, errors.invalid_request(f"the request body is larger than {self.max_body} bytes"))
+        # Connection: close: the rest of the body is not wanted; the server drains a bounded
+        # amount of it before closing (a lingering close), instead of reading all of it.
+        await _asgi.respond_error(send, 413, errors.invalid_request(f"the request body is larger than {self.max_body} bytes"),
+                                  headers=[(b"connection", b"close")])
 
     # ------------------------------------------------------------------ requests
     async def _request(self, req: codec.Request, hdrs: dict[str, str], receive: Receive, send: Send,

@@ -6,7 +6,8 @@ Serve it with ``python -m mcpkit serve [--http --port P] tests/servers/mrtr_serv
   per-process key when that is unset);
 - ``keyed`` seals with :data:`KEY_A` (known to the tests, so they can mint state themselves);
 - ``other_keys`` seals with :data:`KEY_B` only; ``rotated`` seals with KEY_B but still opens KEY_A;
-- ``short_ttl`` seals with KEY_A and lets state expire after :data:`SHORT_TTL` seconds.
+- ``short_ttl`` seals with KEY_A and lets state expire after :data:`SHORT_TTL` seconds;
+- ``single_use`` seals with KEY_A and accepts each requestState once (``state_single_use``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any
 from mcpkit import Context, Server
 from mcpkit.server._input import InputRequired
 
-KEY_A = "mrtr-tests-key-A"
-KEY_B = "mrtr-tests-key-B"
+KEY_A = "iCzKk9rXJxiTQKgjCyq049t9a9kJr0HNItEKw6nOejU="  # 32 random bytes, base64url
+KEY_B = "ThA2c4yrHNX6bIPkPp1FuF1yHV47gSw0hihmTebPuGY="
 SHORT_TTL = 0.6
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -26,8 +27,9 @@ AGE_SCHEMA = {"type": "object", "properties": {"age": {"type": "integer"}}, "req
 YES_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
-def build(*, state_keys: Any = None, state_ttl: float = 600.0) -> Server:
-    server = Server("mrtr-test-server", "1.0.0", state_keys=state_keys, state_ttl=state_ttl)
+def build(*, state_keys: Any = None, state_ttl: float = 600.0, state_single_use: bool = False) -> Server:
+    once = {"state_single_use": True} if state_single_use else {}
+    server = Server("mrtr-test-server", "1.0.0", state_keys=state_keys, state_ttl=state_ttl, **once)
 
     @server.tool()
     async def greet(ctx: Context, greeting: str = "Hello", punctuation: str = "!") -> str:
@@ -132,3 +134,7 @@ def rotated() -> Server:
 
 def short_ttl() -> Server:
     return build(state_keys=[KEY_A], state_ttl=SHORT_TTL)
+
+
+def single_use() -> Server:
+    return build(state_keys=[KEY_A], state_single_use=True)

@@ -11,7 +11,7 @@ from mcpkit.backends.redis import RedisBackend
 
 redis = RedisBackend(os.environ["SCALE_REDIS_URL"])  # one per process
 server = Server("scale-app", "1.0.0", bus=redis.bus, task_store=redis.task_store, session_store=redis.sessions,
-                state_keys=["a-test-secret-shared-by-every-worker"])
+                state_keys=["xlAJXvn1T_S5ghXAp37G1ENCYd4T06SIBrKl3Y4uer0="])
 
 
 @server.tool()
