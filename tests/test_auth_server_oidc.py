@@ -243,7 +243,7 @@ def test_mcpkit_oauth_client_end_to_end(stack: Stack, mode: str, grant: str) -> 
 
     if grant == "client_credentials":
         oauth = auth_mod.OAuth(stack.url, grant="client_credentials", client_id="cc-client", client_secret="cc-secret",
-                               scope="mcp:tools")
+                               scope="mcp:tools", issuer=stack.provider.issuer)  # a secret is bound to its issuer
     else:
         oauth = auth_mod.OAuth(stack.url, authorizer=_headless_person(), redirect_uri="http://127.0.0.1:8765/callback",
                                storage=auth_mod.InMemoryTokenStorage())
