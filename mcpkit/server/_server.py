@@ -32,6 +32,7 @@ from ._primitives import (
     TemplateDef,
     ToolDef,
 )
+from ._resolve import required_scopes
 from ._state import KeyRing, StateSealer
 from ._uritemplate import UriTemplate
 
@@ -45,8 +46,6 @@ __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
 CompletionHandler = Callable[..., Any]
 
-
-_NO_SCOPES: frozenset[str] = frozenset()
 
 
 def _scopes(scopes: Iterable[str]) -> frozenset[str]:
@@ -380,33 +379,12 @@ class Server:
             self._method_scopes.pop(method, None)
 
     def required_scopes(self, method: str, params: Any) -> frozenset[str]:
-        """The OAuth scopes one request needs: its method's, plus its tool, resource or prompt's.
+        """The OAuth scopes one request needs: its method's, plus its tool, resource(s) or prompt's
+        (see :func:`._resolve.required_scopes`).
 
         ``params`` is the typed params or a plain dict (a legacy session's request).
         """
-        needed = self._method_scopes.get(method, _NO_SCOPES)
-        if method == "tools/call" or method == "prompts/get":
-            name = params.get("name") if isinstance(params, dict) else getattr(params, "name", None)
-            if isinstance(name, str):
-                d = self._tools.get(name) if method == "tools/call" else self._prompts.get(name)
-                if d is not None and d.scopes:
-                    needed = needed | d.scopes
-        elif method == "resources/read":
-            uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
-            if isinstance(uri, str):
-                extra = self._resource_scopes(uri)
-                if extra:
-                    needed = needed | extra
-        return needed
-
-    def _resource_scopes(self, uri: str) -> frozenset[str]:
-        res = self._resources.get(uri)
-        if res is not None:
-            return res.scopes
-        for tmpl in self._templates.values():
-            if tmpl.scopes and tmpl.template.match(uri) is not None:
-                return tmpl.scopes
-        return _NO_SCOPES
+        return required_scopes(self, method, params, self._method_scopes)
 
     @property
     def operation_scopes(self) -> frozenset[str]:
