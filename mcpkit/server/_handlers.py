@@ -47,6 +47,13 @@ async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
     return value
 
 
+def tool_error_text(name: str, exc: BaseException, server: Any) -> str:
+    """What the client reads when tool ``name`` raised ``exc`` (not a ToolError)."""
+    if getattr(server, "expose_errors", False):
+        return f"Error executing tool {name}: {exc}"
+    return f"Error executing tool {name}"
+
+
 class CoreMethods:
     """The built-in handlers of one server. They read the registries the server fills in."""
 
@@ -155,8 +162,11 @@ class CoreMethods:
         except ToolError as exc:
             return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
         except Exception as exc:
+            # Logged with its traceback (never on stdout: that is the stdio channel); the client
+            # gets the exception's text only with Server(expose_errors=True). ToolError is the
+            # way to tell it something on purpose.
             log.exception("tool %s raised", tool.name)
-            return t.CallToolResult(content=[t.TextContent(text=f"Error executing tool {tool.name}: {exc}")],
+            return t.CallToolResult(content=[t.TextContent(text=tool_error_text(tool.name, exc, self.server))],
                                     isError=True)
         return tool.to_result(value)
 

@@ -91,6 +91,7 @@ class Server:
         auth: Any = None,
         task_store: TaskStore | None = None,
         session_store: SessionStore | None = None,
+        expose_errors: bool = False,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -114,6 +115,9 @@ class Server:
         self.page_size = page_size
         self.logging = logging
         self.supported_versions = tuple(supported_versions)
+        #: A tool's unexpected exception reaches the client as ``Error executing tool NAME``
+        #: (the exception is logged); True adds the exception's text (it may hold secrets).
+        self.expose_errors = expose_errors
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: dict[str, TemplateDef] = {}
