@@ -19,6 +19,7 @@ from ._context import Context
 from ._input import InputRequired
 from ._pagination import page
 from ._primitives import PromptDef, ResourceDef, TemplateDef, ToolDef, not_found, resource_contents
+from ._resolve import allowed, completion_target, resolve_resource, resource_scopes
 
 if TYPE_CHECKING:
     import asyncio
@@ -44,6 +45,13 @@ async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
     if inspect.isawaitable(value):
         value = await value
     return value
+
+
+def tool_error_text(name: str, exc: BaseException, server: Any) -> str:
+    """What the client reads when tool ``name`` raised ``exc`` (not a ToolError)."""
+    if getattr(server, "expose_errors", False):
+        return f"Error executing tool {name}: {exc}"
+    return f"Error executing tool {name}"
 
 
 class CoreMethods:
@@ -154,32 +162,22 @@ class CoreMethods:
         except ToolError as exc:
             return t.CallToolResult(content=[t.TextContent(text=str(exc) or type(exc).__name__)], isError=True)
         except Exception as exc:
+            # Logged with its traceback (never on stdout: that is the stdio channel); the client
+            # gets the exception's text only with Server(expose_errors=True). ToolError is the
+            # way to tell it something on purpose.
             log.exception("tool %s raised", tool.name)
-            return t.CallToolResult(content=[t.TextContent(text=f"Error executing tool {tool.name}: {exc}")],
+            return t.CallToolResult(content=[t.TextContent(text=tool_error_text(tool.name, exc, self.server))],
                                     isError=True)
         return tool.to_result(value)
 
     async def read_resource(self, ctx: Context, params: t.ReadResourceParams) -> Any:
         uri = params.uri
-        res = self.resources.get(uri)
-        fn_def: ResourceDef | TemplateDef
-        kwargs: dict[str, Any]
-        if res is not None:
-            fn_def, kwargs, mime = res, {}, res.mime_type
-        else:
-            for tmpl in self.templates.values():
-                vars_ = tmpl.template.match(uri)
-                if vars_ is not None:
-                    try:
-                        args = msgspec.convert({k: v for k, v in vars_.items() if k in tmpl.sig.param_names},
-                                               tmpl.sig.args_type, strict=False)
-                    except msgspec.ValidationError:
-                        continue  # variables of the wrong type: this template does not name it
-                    fn_def, mime = tmpl, tmpl.mime_type
-                    kwargs = {n: getattr(args, n) for n in tmpl.sig.param_names}
-                    break
-            else:
-                raise not_found(uri)
+        # Resolved once: the registration whose scopes the gate checked is the one served.
+        found = resolve_resource(self.resources, self.templates, uri)
+        if found is None or not allowed(ctx.auth, found[0].scopes):
+            raise not_found(uri)
+        fn_def, kwargs = found
+        mime = fn_def.mime_type
         if fn_def.sig.ctx_name:
             kwargs[fn_def.sig.ctx_name] = ctx
         try:
@@ -217,13 +215,16 @@ class CoreMethods:
 
     async def complete(self, ctx: Context, params: t.CompleteParams) -> t.CompleteResult:
         ref = params.ref
+        target = completion_target(self.server, ref)
+        # A reference the caller may not use is answered exactly like an unknown one.
+        hidden = target is None or not allowed(ctx.auth, target.scopes)
         if isinstance(ref, t.PromptReference):
             kind, key = "ref/prompt", ref.name
-            if key not in self.prompts:
+            if hidden:
                 raise errors.invalid_params(f"Unknown prompt: {key}", {"name": key})
         else:
             kind, key = "ref/resource", ref.uri
-            if key not in self.templates and key not in self.resources:
+            if hidden:
                 raise errors.invalid_params(f"Unknown resource template: {key}", {"uri": key})
         arg = params.argument
         fn = self.completions.get((kind, f"{key}\x00{arg.name}")) or self.completions.get((kind, key))
@@ -266,9 +267,13 @@ class CoreMethods:
         emit = ctx.emitter
         lists = subscriptions.followed_lists(ack)
         uris = ack.resourceSubscriptions if ack.resourceSubscriptions is not UNSET else ()
+        auth = ctx.auth
         async for change in sub:
             note = subscriptions.notification_for(change.kind, change.uri, lists=lists, uris=uris, meta=tag)
             if note is not None:
+                if auth is not None and change.uri is not None and not allowed(
+                        auth, resource_scopes(self.resources, self.templates, change.uri)):
+                    continue  # an update of a resource under a subscribed URI that this caller may not read
                 await emit(note[0], note[1] or {})
 
     def close_listeners(self) -> None:

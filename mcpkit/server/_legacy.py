@@ -26,6 +26,7 @@ from ..protocol.subscriptions import ALL_LISTS, notification_for
 from ._context import Emit
 from ._encode import LegacyEra
 from ._input import InputRequests
+from ._resolve import allowed, resource_scopes
 
 if TYPE_CHECKING:
     from ._bus import Subscription
@@ -81,6 +82,9 @@ class LegacySession:
         self._pump: asyncio.Task[None] | None = None
         self._sub: Subscription | None = None
         self.closed = False
+        #: The OAuth caller the session is bound to (set by the transport): resource updates
+        #: of resources it may not read are not forwarded.
+        self.auth: Any = None
         if state is not None:
             self.apply_state(state)
             if self.version is not None:
@@ -108,6 +112,8 @@ class LegacySession:
     async def handle(self, req: codec.Request, emit_raw: SendRaw | None = None, *, auth: Any = None) -> Reply:
         """Answer one legacy request; ``emit_raw`` is the request's own stream, if any;
         ``auth`` is the OAuth caller (the HTTP transport has bound the session to it)."""
+        if auth is not None:
+            self.auth = auth
         try:
             return await self._handle(req, emit_raw, auth)
         except errors.MCPError as exc:
@@ -247,7 +253,8 @@ class LegacySession:
         while True:
             async for change in sub:
                 note = notification_for(change.kind, change.uri, lists=ALL_LISTS, uris=self.subscriptions)
-                if note is not None:
+                if note is not None and (self.auth is None or change.uri is None or allowed(
+                        self.auth, resource_scopes(self.server.resources, self.server.resource_templates, change.uri))):
                     await self.notify(*note)
             if self.closed:
                 return

@@ -33,6 +33,7 @@ from ._primitives import (
     TemplateDef,
     ToolDef,
 )
+from ._resolve import required_scopes
 from ._state import KeyRing, StateSealer
 from ._uritemplate import UriTemplate
 
@@ -46,8 +47,6 @@ __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
 CompletionHandler = Callable[..., Any]
 
-
-_NO_SCOPES: frozenset[str] = frozenset()
 
 
 def _scopes(scopes: Iterable[str]) -> frozenset[str]:
@@ -94,6 +93,7 @@ class Server:
         auth: Any = None,
         task_store: TaskStore | None = None,
         session_store: SessionStore | None = None,
+        expose_errors: bool = False,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -117,6 +117,9 @@ class Server:
         self.page_size = page_size
         self.logging = logging
         self.supported_versions = tuple(supported_versions)
+        #: A tool's unexpected exception reaches the client as ``Error executing tool NAME``
+        #: (the exception is logged); True adds the exception's text (it may hold secrets).
+        self.expose_errors = expose_errors
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: dict[str, TemplateDef] = {}
@@ -388,33 +391,12 @@ class Server:
             self._method_scopes.pop(method, None)
 
     def required_scopes(self, method: str, params: Any) -> frozenset[str]:
-        """The OAuth scopes one request needs: its method's, plus its tool, resource or prompt's.
+        """The OAuth scopes one request needs: its method's, plus its tool, resource(s) or prompt's
+        (see :func:`._resolve.required_scopes`).
 
         ``params`` is the typed params or a plain dict (a legacy session's request).
         """
-        needed = self._method_scopes.get(method, _NO_SCOPES)
-        if method == "tools/call" or method == "prompts/get":
-            name = params.get("name") if isinstance(params, dict) else getattr(params, "name", None)
-            if isinstance(name, str):
-                d = self._tools.get(name) if method == "tools/call" else self._prompts.get(name)
-                if d is not None and d.scopes:
-                    needed = needed | d.scopes
-        elif method == "resources/read":
-            uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
-            if isinstance(uri, str):
-                extra = self._resource_scopes(uri)
-                if extra:
-                    needed = needed | extra
-        return needed
-
-    def _resource_scopes(self, uri: str) -> frozenset[str]:
-        res = self._resources.get(uri)
-        if res is not None:
-            return res.scopes
-        for tmpl in self._templates.values():
-            if tmpl.scopes and tmpl.template.match(uri) is not None:
-                return tmpl.scopes
-        return _NO_SCOPES
+        return required_scopes(self, method, params, self._method_scopes)
 
     @property
     def operation_scopes(self) -> frozenset[str]:
