@@ -459,8 +459,8 @@ def test_tool_errors_are_error_results():
 
     result = call(refuse, {})
     assert result["isError"] is True and result["content"] == [{"type": "text", "text": "no way"}]
-    result = call(crash, {})
-    assert result["isError"] is True and "bad value" in result["content"][0]["text"]
+    result = call(crash, {})  # an exception's text stays on the server (issue 18, item 16)
+    assert result["isError"] is True and result["content"] == [{"type": "text", "text": "Error executing tool crash"}]
 
 
 def test_async_and_blocking_tools():
