@@ -1,10 +1,11 @@
 """Legacy (2025-11-25) Streamable HTTP: ``Mcp-Session-Id`` sessions beside the stateless wire.
 
-``initialize`` creates a session (validated first, by the router; capped in number; expired
-when idle); session requests may be answered on an SSE stream that also carries the
-server's own requests (sampling, elicitation, roots) and notifications; GET opens the
-session's stream for list changes and resource updates; DELETE ends it. A disconnect is not
-a cancellation on this wire: ``notifications/cancelled`` is, and the session handles it.
+``initialize`` creates a session (validated first, by the router; capped in number, in all
+and per client; expired when idle, soon when it never served a request); session requests
+may be answered on an SSE stream that also carries the server's own requests (sampling,
+elicitation, roots) and notifications; GET opens the session's stream for list changes and
+resource updates; DELETE ends it. A disconnect is not a cancellation on this wire:
+``notifications/cancelled`` is, and the session handles it.
 
 Which POST lands here is decided by :mod:`mcpkit.protocol.routing`; this module only
 keeps sessions (:class:`SessionRegistry`) and serves them (:class:`LegacyEndpoint`).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -91,14 +93,20 @@ class SessionStore(Protocol):
 class _Entry:
     """One live session: its peer, when it was last used, and its GET stream (when open)."""
 
-    __slots__ = ("peer", "last_used", "stream", "owner")
+    __slots__ = ("peer", "last_used", "stream", "owner", "client", "used")
 
     peer: LegacyPeer
 
-    def __init__(self, owner: str | None = None) -> None:
+    def __init__(self, owner: str | None = None, client: str | None = None) -> None:
         #: The key of the principal that opened the session (None without OAuth): only it may
         #: use it. Kept in the shared record beside the session's state.
         self.owner = owner
+        #: Whose quota the session counts against (:func:`quota_key`); None: no one's (a
+        #: replica of a session opened on another worker).
+        self.client = client
+        #: Whether the session has served a request since ``initialize`` (notifications do
+        #: not count): until then it expires after the short ``unused_timeout``.
+        self.used = False
         self.last_used = time.monotonic()
         self.stream: asyncio.Queue[bytes | None] | None = None
 
@@ -122,17 +130,34 @@ class _Entry:
         self.end_stream()
 
 
+def quota_key(principal: Any, client: Any) -> str:
+    """Whose session quota a new session counts against: the authenticated principal's key,
+    else the peer's host (ASGI ``scope["client"]``); peers whose address is unknown share one."""
+    if principal is not None:
+        return f"principal:{principal.key}"
+    if isinstance(client, (tuple, list)) and client and isinstance(client[0], str):
+        return f"peer:{client[0]}"
+    return "peer:?"
+
+
 class SessionRegistry:
     """The live sessions of one endpoint, by ``Mcp-Session-Id``.
 
     In process memory; the one place to change for a shared store. A session with an open
-    GET stream is a client still listening, so it never counts as idle.
+    GET stream is a client still listening, so it never counts as idle. ``max_sessions``
+    caps them all, ``max_per_client`` those of one :func:`quota_key` (None: no such cap);
+    a session that has served no request since ``initialize`` expires after
+    ``unused_timeout`` without traffic (``idle_timeout`` once it has; None: ``idle_timeout`` always).
     """
 
-    def __init__(self, *, idle_timeout: float = 1800.0, max_sessions: int = 1000) -> None:
+    def __init__(self, *, idle_timeout: float = 1800.0, max_sessions: int = 1000,
+                 max_per_client: int | None = 16, unused_timeout: float | None = 30.0) -> None:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
+        self.max_per_client = max_per_client
+        self.unused_timeout = idle_timeout if unused_timeout is None else min(unused_timeout, idle_timeout)
         self._sessions: dict[str, _Entry] = {}
+        self._per_client: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -140,33 +165,56 @@ class SessionRegistry:
     def has_room(self) -> bool:
         """Whether one more session fits (idle ones are swept first when it is full)."""
         if len(self._sessions) >= self.max_sessions:
-            now = time.monotonic()
-            for sid in [sid for sid, e in self._sessions.items() if self._idle(e, now)]:
-                self._sessions.pop(sid).close()
+            self.sweep()
         return len(self._sessions) < self.max_sessions
+
+    def client_has_room(self, client: str) -> bool:
+        """Whether ``client`` may open one more session (its idle ones are swept first)."""
+        cap = self.max_per_client
+        if cap is None or self._per_client.get(client, 0) < cap:
+            return True
+        now = time.monotonic()
+        for sid in [sid for sid, e in self._sessions.items() if e.client == client and self._idle(e, now)]:
+            self._drop(sid).close()
+        return self._per_client.get(client, 0) < cap
 
     def add(self, entry: _Entry) -> str:
         """Register a session; returns its new id (visible ASCII only)."""
         sid = secrets.token_urlsafe(24)
         self._sessions[sid] = entry
+        if entry.client is not None:
+            self._per_client[entry.client] = self._per_client.get(entry.client, 0) + 1
         return sid
 
     def put(self, sid: str, entry: _Entry) -> None:
         """Keep a replica of a session opened on another worker."""
         old = self._sessions.get(sid)
         if old is not None and old is not entry:
-            old.close()
+            self._drop(sid).close()
         self._sessions[sid] = entry
+        if entry.client is not None:
+            self._per_client[entry.client] = self._per_client.get(entry.client, 0) + 1
+
+    def _drop(self, sid: str) -> _Entry:
+        entry = self._sessions.pop(sid)
+        client = entry.client
+        if client is not None:
+            left = self._per_client.get(client, 0) - 1
+            if left > 0:
+                self._per_client[client] = left
+            else:
+                self._per_client.pop(client, None)
+        return entry
 
     def peek(self, sid: str) -> _Entry | None:
         """The local session or replica, without touching it."""
         return self._sessions.get(sid)
 
     def sweep(self) -> None:
-        """Close idle replicas (they are caches of the shared records)."""
+        """Close idle sessions (and replicas: they are caches of the shared records)."""
         now = time.monotonic()
         for sid in [sid for sid, e in self._sessions.items() if self._idle(e, now)]:
-            self._sessions.pop(sid).close()
+            self._drop(sid).close()
 
     def get(self, sid: str) -> _Entry | None:
         """The live session (marked as used now), or None when unknown or expired (then ended)."""
@@ -175,27 +223,27 @@ class SessionRegistry:
             return None
         now = time.monotonic()
         if self._idle(entry, now):
-            del self._sessions[sid]
-            entry.close()
+            self._drop(sid).close()
             return None
         entry.last_used = now
         return entry
 
     def remove(self, sid: str) -> bool:
         """End a session; False when there was none by that id."""
-        entry = self._sessions.pop(sid, None)
-        if entry is None:
+        if sid not in self._sessions:
             return False
-        entry.close()
+        self._drop(sid).close()
         return True
 
     def close_all(self) -> None:
         for entry in self._sessions.values():
             entry.close()
         self._sessions.clear()
+        self._per_client.clear()
 
     def _idle(self, entry: _Entry, now: float) -> bool:
-        return entry.stream is None and now - entry.last_used > self.idle_timeout
+        limit = self.idle_timeout if entry.used else self.unused_timeout
+        return entry.stream is None and now - entry.last_used > limit
 
 
 class LegacyEndpoint:
@@ -203,23 +251,24 @@ class LegacyEndpoint:
     :class:`SessionStore` is given)."""
 
     def __init__(self, server: Dispatcher, *, idle_timeout: float = 1800.0, max_sessions: int = 1000,
-                 keepalive: float = 15.0, store: SessionStore | None = None) -> None:
+                 keepalive: float = 15.0, store: SessionStore | None = None, max_per_client: int | None = 16,
+                 unused_timeout: float | None = 30.0) -> None:
         self.server = server
         self.keepalive = keepalive
         self.idle_timeout = idle_timeout
-        self.sessions = SessionRegistry(idle_timeout=idle_timeout, max_sessions=max_sessions)
+        self.sessions = SessionRegistry(idle_timeout=idle_timeout, max_sessions=max_sessions,
+                                        max_per_client=max_per_client, unused_timeout=unused_timeout)
+        #: When to try again after a refusal at a cap: when an unused session may have expired.
+        self._retry_after = [(b"retry-after", str(max(1, math.ceil(self.sessions.unused_timeout))).encode())]
         self.store = store
         self._next_sweep = 0.0
         if store is not None:
             store.bind(self)
 
     # ------------------------------------------------------------------ POST
-    async def initialize(self, req: codec.Request, send: Send, principal: Any = None) -> None:
-        """A valid ``initialize`` without a session: open one, if there is room."""
-        if not self.sessions.has_room():
-            await _asgi.respond_error(send, 503, errors.internal_error(
-                "too many open sessions; try again later or use 2026-07-28 (stateless)"), req.id)
-            return
+    async def initialize(self, req: codec.Request, send: Send, principal: Any = None, client: Any = None) -> None:
+        """A valid ``initialize`` without a session: open one, if there is room for it and for
+        its caller (the principal, else the peer address ``client``, ASGI ``scope["client"]``)."""
         store = self.store
         owner = principal.key if principal is not None else None
         if principal is not None and owner is None:
@@ -228,7 +277,17 @@ class LegacyEndpoint:
                 "the access token names neither a subject (sub) nor a client (client_id), so a session cannot be "
                 "bound to its caller; use a token that identifies the caller"), req.id)
             return
-        entry = _Entry(owner)
+        quota = quota_key(principal, client)
+        if not self.sessions.client_has_room(quota):
+            await _asgi.respond_error(send, 429, errors.invalid_request(
+                f"too many open sessions for this client (at most {self.sessions.max_per_client}); end one (DELETE), "
+                "try again later or use 2026-07-28 (stateless)"), req.id, self._retry_after)
+            return
+        if not self.sessions.has_room():
+            await _asgi.respond_error(send, 503, errors.internal_error(
+                "too many open sessions; try again later or use 2026-07-28 (stateless)"), req.id, self._retry_after)
+            return
+        entry = _Entry(owner, quota)
         entry.peer = self.server.open_legacy_session(send=entry.push,
                                                      id_prefix=store.worker_id if store is not None else None)
         reply = await (entry.peer.handle(req) if principal is None else entry.peer.handle(req, auth=principal))
@@ -239,39 +298,45 @@ class LegacyEndpoint:
         sid = self.sessions.add(entry)
         if store is not None:
             try:
-                await store.create(sid, _record(entry), self.idle_timeout)
+                await store.create(sid, _record(entry), self.sessions.unused_timeout)
             except errors.MCPError as exc:
                 self.sessions.remove(sid)
                 await _asgi.respond_error(send, 503, exc, req.id)
                 return
         await _asgi.respond_json_with(send, 200, reply.body, [(b"mcp-session-id", sid.encode())])
 
-    async def _owned(self, sid: str, principal: Any) -> _Entry | None:
+    async def _owned(self, sid: str, principal: Any, request: bool = False) -> _Entry | None:
         """The session ``sid``, if it exists and belongs to ``principal`` (another caller's
-        session is reported as unknown: its existence is not revealed)."""
+        session is reported as unknown: its existence is not revealed). ``request``: for a
+        request (which makes the session used), not a notification, answer, GET or DELETE."""
         owner = principal.key if principal is not None else None
         if principal is not None and owner is None:
             return None  # a caller without a key owns no session
-        entry = await self._entry(sid)
+        entry = await self._entry(sid, request)
         if entry is None or entry.owner != owner:
             return None
         return entry
 
-    async def _entry(self, sid: str) -> _Entry | None:
+    async def _entry(self, sid: str, request: bool = False) -> _Entry | None:
         """The session ``sid`` (a replica, refreshed from the shared record, with a store)."""
         store = self.store
         if store is None:
             return self.sessions.get(sid)
         now = time.monotonic()
         if now >= self._next_sweep:
-            self._next_sweep = now + 60.0
+            self._next_sweep = now + min(60.0, self.sessions.unused_timeout)
             self.sessions.sweep()
-        state = await store.load(sid, self.idle_timeout)
+        local = self.sessions.peek(sid)
+        # Until its first request a session's record lives only as long as an unused one.
+        known_used = request or (local is not None and local.used)
+        state = await store.load(sid, self.idle_timeout if known_used else self.sessions.unused_timeout)
         if state is None:
-            if self.sessions.peek(sid) is not None:
+            if local is not None:
                 self.sessions.remove(sid)
             return None
-        entry = self.sessions.peek(sid)
+        if not known_used and state.get("used"):
+            await store.touch(sid, self.idle_timeout)  # used on another worker
+        entry = local
         if entry is None or entry.peer.closed:
             entry = _Entry(state.get("owner"))
             entry.peer = self.server.open_legacy_session(send=entry.push, state=state, id_prefix=store.worker_id)
@@ -279,6 +344,7 @@ class LegacyEndpoint:
         else:
             entry.peer.apply_state(state)
             entry.last_used = now
+        entry.used = entry.used or bool(state.get("used"))
         return entry
 
     async def deliver(self, sid: str, msg: codec.Message, send: Send, principal: Any = None) -> None:
@@ -286,7 +352,7 @@ class LegacyEndpoint:
         store = self.store
         rid = getattr(msg, "id", None)
         try:
-            entry = await self._owned(sid, principal)
+            entry = await self._owned(sid, principal, type(msg) is codec.Request)
         except errors.MCPError as exc:
             await _asgi.respond_error(send, 503, exc, rid)
             return
@@ -309,6 +375,7 @@ class LegacyEndpoint:
         peer = entry.peer
         if type(msg) is codec.Request:
             before = _record(entry) if store is not None else None
+            entry.used = True  # from now on the session keeps the full idle timeout
             await _serve(peer, msg, send, principal, self._saver(sid, entry, before) if store is not None else None)
             return
         if type(msg) is codec.Notification:
@@ -424,6 +491,8 @@ class LegacyEndpoint:
             entry.peer.apply_state(state)
             if "owner" in (diff.get("fields") or {}):
                 entry.owner = diff["fields"]["owner"]
+            if (diff.get("fields") or {}).get("used"):
+                entry.used = True
 
     def session_ended(self, sid: str) -> None:
         if self.sessions.peek(sid) is not None:
@@ -453,9 +522,11 @@ _Hook = Callable[[], Awaitable[None]]
 
 
 def _record(entry: _Entry) -> dict[str, Any]:
-    """A session's shared record: the session's own state and the transport's (its owner)."""
+    """A session's shared record: the session's own state and the transport's (its owner,
+    whether it has served a request)."""
     state = entry.peer.export_state()
     state["owner"] = entry.owner
+    state["used"] = entry.used
     return state
 
 

@@ -43,11 +43,8 @@ _PRE_DISPATCH_STATUS = {
     errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     errors.METHOD_NOT_FOUND: 404,
 }
-_DISPATCH_STATUS = {
-    errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    errors.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    errors.HEADER_MISMATCH: 400,
-}
+_DISPATCH_STATUS = {errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400, errors.UNSUPPORTED_PROTOCOL_VERSION: 400,
+                    errors.HEADER_MISMATCH: 400}
 
 _WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"content-type", b"authorization",
                              b"last-event-id", b"dpop"})
@@ -145,7 +142,9 @@ class HttpApp:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         keepalive_interval: float = 15.0,
         session_idle_timeout: float = 1800.0,
+        session_unused_timeout: float | None = 30.0,
         max_sessions: int = 1000,
+        max_sessions_per_client: int | None = 16,
         auth: Authenticator | None = None,
         session_store: SessionStore | None = None,
         public_url: str | None = None,
@@ -167,8 +166,9 @@ class HttpApp:
         if session_store is None:
             # A server backed by a shared store (``Server(session_store=...)``) brings its own.
             session_store = getattr(server, "session_store", None)
-        self.legacy_endpoint = LegacyEndpoint(server, idle_timeout=session_idle_timeout, max_sessions=max_sessions,
-                                              keepalive=keepalive_interval, store=session_store)
+        self.legacy_endpoint = LegacyEndpoint(
+            server, idle_timeout=session_idle_timeout, max_sessions=max_sessions, keepalive=keepalive_interval,
+            store=session_store, max_per_client=max_sessions_per_client, unused_timeout=session_unused_timeout)
         #: The live legacy sessions (empty when the server serves 2026-07-28 only).
         self.sessions = self.legacy_endpoint.sessions
 
@@ -236,7 +236,7 @@ class HttpApp:
             if isinstance(route, ServeModern):  # the hot path
                 await self._request(msg, hdrs, receive, send)
             elif isinstance(route, OpenSession):
-                await self.legacy_endpoint.initialize(msg, send)
+                await self.legacy_endpoint.initialize(msg, send, client=scope.get("client"))
             else:
                 await self._settle(route, msg, send)
         elif type(msg) is codec.Notification:
@@ -582,8 +582,7 @@ def run_http_server(
     limits = _limits.Limits.pop_from(app_options)
     _resource.bind(server, app_options, host, port, path, sockets)  # the audience: the address bound
     app = HttpApp(server, path=path, **app_options)
-    # proxy_headers off: mcpkit reads neither the client address nor the scheme, so the
-    # X-Forwarded-* rewrite would be work for nothing on every request.
+    # proxy_headers off: X-Forwarded-* is not trusted (the peer address is a session quota key).
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
                             server_header=False, date_header=False, proxy_headers=False,
                             **_limits.uvicorn_options(limits))
