@@ -144,9 +144,23 @@ def _accepts(fn: Any, name: str) -> bool:
 
 
 # ---------------------------------------------------------------- http
+def _load_planned(ns: argparse.Namespace) -> tuple[Server, Any, str | None] | int:
+    """The server file loaded and the auth it is served with (its own, or built from the
+    ``--auth-*`` options), with the public URL; or the exit status after one line saying why not."""
+    from ._serve_auth import plan_auth
+
+    server = _load_or_report(ns.spec)
+    if server is None:
+        return 2
+    plan = plan_auth(ns, server)
+    if isinstance(plan, str):
+        print(f"{PROG}: {plan}", file=sys.stderr)
+        return 2
+    return (server, *plan)
+
+
 def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     from .._workers import serve_workers
-    from ._serve_auth import plan_auth
 
     if ns.auth_issuer or ns.auth_introspect:
         print(f"{PROG}: --auth-* with --workers/--redis is not supported yet; protect each worker with "
@@ -159,14 +173,10 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
         return 2
     # Loaded here too (each worker loads its own): a broken file is one line before any
     # worker starts, and the startup line can say what protects the endpoint.
-    server = _load_or_report(ns.spec)
-    if server is None:
-        return 2
-    plan = plan_auth(ns, server)
-    if isinstance(plan, str):
-        print(f"{PROG}: {plan}", file=sys.stderr)
-        return 2
-    auth, public_url = plan
+    loaded = _load_planned(ns)
+    if isinstance(loaded, int):
+        return loaded
+    server, auth, public_url = loaded
     if public_url:
         options["public_url"] = public_url
     where = f"http://{_hostport(ns.host, ns.port)}{ns.path}"
@@ -205,16 +215,10 @@ def _serve_http(ns: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        server = _load_or_report(ns.spec)
-        if server is None:
-            return 2
-        from ._serve_auth import plan_auth
-
-        plan = plan_auth(ns, server)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
+        loaded = _load_planned(ns)
+        if isinstance(loaded, int):
+            return loaded
+        server, auth, public_url = loaded
         problem = _check_bind(ns.host, ns.port)
         if problem:
             print(f"{PROG}: cannot listen on {_hostport(ns.host, ns.port)}: {problem}", file=sys.stderr)
