@@ -540,8 +540,7 @@ class Server:
 
     # ================================================================ running
     def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
-        """Serve forever (until stdin closes, for stdio). While ``mcpkit serve`` (or a worker) loads
-        this server's file, serve nothing: the server is handed to the loader (``server._loader``)."""
+        """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it."""
         hand_over(self)
         if transport == "stdio":
             from ..transports._stdio_main import run_stdio_server
