@@ -160,6 +160,7 @@ class _Supervisor:
 
 def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host: str = "127.0.0.1",
            port: int = 8000) -> None:
+    from .server._loader import load_server
     from .transports.http import run_http_server
 
     # run_http_server applies the server's own auth (Server(auth=...)), with the audience fixed
@@ -176,20 +177,15 @@ def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host:
                     sockets=sockets, on_shutdown=on_shutdown, **config["app_options"])
 
 
-def load_server(spec: str) -> Any:
-    """Find the Server in ``FILE.py[:attr]`` or ``module[:attr]``, as ``mcpkit serve`` does."""
-    from .cli._serve import load_server as load
-
-    return load(spec)[0]
-
-
 def _worker_main(argv: list[str]) -> None:
     """A child: serve on the inherited socket ``argv[0]`` with the JSON config ``argv[1]``."""
     fd, config = int(argv[0]), json.loads(argv[1])
     sock = socket.socket(fileno=fd)
+    from .errors import ServerLoadError
+
     try:
         _serve(config, sockets=[sock])
-    except ValueError as exc:  # e.g. an auth without resource= on a wildcard address: one line
+    except (ServerLoadError, ValueError) as exc:  # a broken file, an auth without resource= on a wildcard...: one line
         print(f"mcpkit: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
         sys.exit(2)
 

@@ -4,6 +4,7 @@
 with one, and by the client when a server answers with one). ``ToolError`` is a tool's own
 failure, reported to the model as ``isError: true``. ``TransportError`` and its subclasses
 are local failures: the connection, the process, or an answer that is not MCP at all.
+``ServerLoadError`` says in one line why a server file could not be loaded.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 from .protocol.errors import MCPError, MCPKitError, ResourceNotFound
 
 __all__ = [
-    "HttpStatusError", "MCPError", "MCPKitError", "ProtocolError", "ResourceNotFound", "ResponseTooLarge", "ToolError",
-    "TransportClosed", "TransportError",
+    "HttpStatusError", "MCPError", "MCPKitError", "ProtocolError", "ResourceNotFound", "ResponseTooLarge", "ServerLoadError",
+    "ToolError", "TransportClosed", "TransportError",
 ]
 
 
@@ -53,3 +54,8 @@ class ResponseTooLarge(ProtocolError):
         super().__init__(message)
         #: The limit that was exceeded, in bytes.
         self.limit = limit
+
+
+class ServerLoadError(MCPKitError):
+    """A server could not be loaded from ``FILE.py[:attr]`` or ``module[:attr]`` (``mcpkit serve``):
+    the message is one line saying why (the original exception is its ``__cause__``)."""

@@ -360,7 +360,7 @@ def test_bearer_token_from_the_environment(auth_url):
     assert proc.returncode == 0 and proc.stdout == "3\n", proc.stderr
 
 
-# ====================================================================== login / logout (mcpkit._login_cli)
+# ====================================================================== login / logout (mcpkit.cli._login)
 def test_login_and_logout_are_wired(tmp_path):
     assert "login" in mcpkit("--help").stdout
     assert "--client-credentials" in mcpkit("login", "--help").stdout

@@ -12,6 +12,7 @@ Self-contained: every helper is local.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import hashlib
@@ -301,7 +302,7 @@ def test_wrong_client_secret_is_a_clear_error(stack: tuple[Provider, ResourceSer
 def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, ResourceServer], tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from mcpkit import _login_cli
+    from mcpkit.cli import _login
 
     provider, rs = stack
     store = tmp_path / "tokens.json"
@@ -321,7 +322,7 @@ def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, Res
         return True
 
     monkeypatch.setattr("webbrowser.open", fake_browser)
-    assert _login_cli.main(["login", rs.url, "--token-store", str(store)]) == 0
+    assert _login.login([rs.url, "--token-store", str(store)]) == 0
     out = capsys.readouterr()
     assert f"Logged in to {rs.url}" in out.out and "refreshable" in out.out
     assert browsed and browsed[0].startswith("http://127.0.0.1:") and browsed[0].endswith("/callback")
@@ -335,10 +336,10 @@ def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, Res
     browsed.clear()
 
     async def later() -> str:
-        args = _login_cli.argparse.Namespace(bearer=None, client_credentials=False, no_login=True, token_store=str(store),
-                                             client_id=None, client_secret=None, private_key=None, signing_alg="ES256",
-                                             scope=None, no_browser=True)
-        auth = _login_cli.auth_from_args(args, rs.url)
+        args = argparse.Namespace(bearer=None, client_credentials=False, no_login=True, token_store=str(store),
+                                  client_id=None, client_secret=None, private_key=None, signing_alg="ES256",
+                                  scope=None, no_browser=True)
+        auth = _login.auth_from_args(args, rs.url)
         assert auth is not None
         async with Client(rs.url, mode=VERSION, auth=auth, cache=False) as client:
             return str((await client.call_tool("whoami", {"text": "stored"})).content[0].text)
@@ -347,7 +348,7 @@ def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, Res
     assert record["token_type"] == "DPoP" and record["dpop_jwk"]["d"]
     assert run(later()) == "stored" and not browsed
     # logout revokes the refresh token at the provider (RFC 7009), then forgets both.
-    assert _login_cli.main(["logout", rs.url, "--token-store", str(store)]) == 0
+    assert _login.logout([rs.url, "--token-store", str(store)]) == 0
     assert "Logged out" in capsys.readouterr().out
     assert rs.url not in json.loads(store.read_text())["tokens"]
     client = json.loads(store.read_text())["clients"][provider.issuer]
@@ -360,16 +361,16 @@ def test_login_cli_interactive_with_loopback_redirect(stack: tuple[Provider, Res
 
 def test_login_cli_client_credentials(stack: tuple[Provider, ResourceServer], tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from mcpkit import _login_cli
+    from mcpkit.cli import _login
 
     provider, rs = stack
     store = tmp_path / "t.json"
     argv = ["login", rs.url, "--client-credentials", "--client-id", "cc-client", "--client-secret", "cc-secret",
             "--scope", "mcp:tools", "--token-store", str(store), "--issuer", provider.issuer]
-    assert _login_cli.main(argv) == 0
+    assert _login.main(argv) == 0
     assert "cc-secret" not in capsys.readouterr().out
     bad = [*argv[:5], "--client-secret", "nope-WRONG", *argv[7:], "--force"]
-    assert _login_cli.main(bad) == 1
+    assert _login.main(bad) == 1
     err = capsys.readouterr().err
     assert "invalid_client" in err and "nope-WRONG" not in err
 

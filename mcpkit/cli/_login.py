@@ -1,22 +1,188 @@
-"""``mcpkit login URL`` and ``mcpkit logout URL``: the OAuth commands of ``mcpkit._login_cli``."""
+"""``mcpkit login URL`` / ``mcpkit logout URL``, and the auth options other commands share.
+
+Commands that take a URL add :func:`add_auth_options` to their parser and build their
+``Client(url, auth=auth_from_args(args, url))``: ``--bearer TOKEN`` and the client-credentials
+options are for headless use; otherwise, on a terminal, a 401 starts the browser login on its
+own (tokens are kept in the user's data directory and reused by later commands).
+
+Nothing here prints a token or a secret.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..auth import OAuth
+    from ..client import Auth
+
+EXIT_USAGE = 2
+EXIT_FAIL = 1
 
 
-def _run(cmd: str, argv: list[str]) -> int:
-    from .._login_cli import add_login_commands, run_login_command
+def add_auth_options(parser: argparse.ArgumentParser, *, login: bool = False) -> None:
+    """The options that say how to authorize to a server."""
+    g = parser.add_argument_group("authorization")
+    g.add_argument("--bearer", metavar="TOKEN",
+                   help="send this access token (Authorization: Bearer) instead of logging in; "
+                        "or set MCPKIT_BEARER_TOKEN")
+    g.add_argument("--client-id", help="a pre-registered OAuth client id")
+    g.add_argument("--client-secret", help="its secret (or set MCPKIT_CLIENT_SECRET)")
+    g.add_argument("--issuer", metavar="URL",
+                   help="the authorization server the client id/secret/key is registered with: they are "
+                        "sent to no other (needed with a secret or key unless a login remembered it)")
+    g.add_argument("--private-key", metavar="PEM_FILE", help="private_key_jwt: the client's private key file")
+    g.add_argument("--signing-alg", default="ES256", help="private_key_jwt algorithm: ES256 (default) or RS256")
+    g.add_argument("--client-credentials", action="store_true",
+                   help="act as the client itself (client_credentials grant), no person involved")
+    g.add_argument("--scope", help="request these scopes (space-separated) instead of the server's hints")
+    g.add_argument("--no-browser", action="store_true", help="print the authorization URL instead of opening a browser")
+    g.add_argument("--token-store", metavar="FILE",
+                   help="where tokens are kept (default: oauth.json in the user's data directory)")
+    g.add_argument("--allow-private-network", action="store_true",
+                   help="let the server name authorization servers on private, link-local or loopback addresses")
+    g.add_argument("--allow-cross-origin-metadata", action="store_true",
+                   help="follow a resource_metadata URL on another origin than the server's")
+    if login:  # other commands get --raw with their output options
+        from ._safe import add_raw_option
 
+        add_raw_option(g)
+    if not login:
+        g.add_argument("--no-login", action="store_true", help="never start an interactive login on a 401")
+
+
+def add_login_commands(sub: Any) -> None:
+    """Register ``login`` and ``logout`` on an ``argparse`` subparsers object."""
+    p = sub.add_parser("login", help="authorize to a server (OAuth) and keep the tokens",
+                       description="Log in to the MCP server at URL: discover its authorization server, "
+                                   "register if needed, authorize in the browser (or with client "
+                                   "credentials), and store the tokens for later commands.")
+    p.add_argument("url", help="the server's MCP endpoint URL")
+    p.add_argument("--force", action="store_true", help="authorize again even with valid stored tokens")
+    add_auth_options(p, login=True)
+    q = sub.add_parser("logout", help="forget the stored tokens for a server")
+    q.add_argument("url", help="the server's MCP endpoint URL")
+    q.add_argument("--token-store", metavar="FILE", help="the token file (default: the user's data directory)")
+    q.add_argument("--no-revoke", action="store_true",
+                   help="only forget the tokens; do not revoke them at the authorization server")
+    q.add_argument("--client-id", help="the pre-registered client id the tokens were issued to (for revocation)")
+    q.add_argument("--client-secret", help="its secret (or set MCPKIT_CLIENT_SECRET)")
+    q.add_argument("--issuer", metavar="URL", help="the authorization server that client is registered with")
+
+
+def _storage(args: argparse.Namespace) -> Any:
+    from ..auth import FileTokenStorage
+
+    return FileTokenStorage(getattr(args, "token_store", None))
+
+
+def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
+    from ..auth import OAuth, OAuthError
+
+    secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET")
+    key = None
+    if args.private_key:
+        with open(args.private_key, "rb") as f:
+            key = f.read()
+    kw: dict[str, Any] = {"client_id": args.client_id, "client_secret": secret, "private_key": key,
+                          "signing_algorithm": args.signing_alg, "scope": args.scope, "storage": _storage(args),
+                          "client_name": "mcpkit", "issuer": getattr(args, "issuer", None),
+                          "allow_private_network": getattr(args, "allow_private_network", False),
+                          "allow_cross_origin_metadata": getattr(args, "allow_cross_origin_metadata", False)}
+    if args.client_credentials:
+        return OAuth(url, grant="client_credentials", **kw)
+    if interactive:  # the loopback listener is made only when a login is needed
+        return OAuth(url, open_browser=not args.no_browser, **kw)
+
+    async def no_person(authorization_url: str, redirect_uri: str) -> str:
+        raise OAuthError(f"{url} needs a login: run `mcpkit login {url}` on a terminal, or pass --bearer",
+                         error="login_required")
+
+    return OAuth(url, authorizer=no_person, redirect_uri="http://127.0.0.1/callback", **kw)
+
+
+def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
+    """The auth hook for a command's ``Client``: a bearer token, client credentials, or
+    (stored tokens / a login on a terminal) OAuth; None when nothing applies."""
+    token = getattr(args, "bearer", None) or os.environ.get("MCPKIT_BEARER_TOKEN")
+    if token:
+        from ..client import BearerAuth
+
+        return BearerAuth(token)
+    if getattr(args, "client_credentials", False):
+        return _oauth(args, url)
+    interactive = sys.stdin.isatty() and sys.stderr.isatty() and not getattr(args, "no_login", False)
+    stored = _storage(args).get_tokens(_canonical(url)) is not None
+    if interactive or stored:
+        return _oauth(args, url, interactive=interactive)
+    return None
+
+
+def _canonical(url: str) -> str:
+    from ..auth._discovery import canonical_resource
+
+    return canonical_resource(url)
+
+
+async def _login(args: argparse.Namespace) -> int:
+    from ..auth import OAuthError
+    from ._safe import clean, set_raw
+
+    set_raw(getattr(args, "raw", False))
+    oauth = _oauth(args, args.url)
+    try:
+        tokens = await oauth.authorize(force=args.force)
+    except OAuthError as exc:
+        print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
+        return EXIT_FAIL
+    parts = [f"Logged in to {args.url}", f"authorization server {tokens.get('issuer')}"]
+    if tokens.get("scope") or tokens.get("scope_requested"):
+        parts.append(f"scope {tokens.get('scope') or tokens.get('scope_requested')}")
+    if isinstance(tokens.get("expires_at"), int | float):
+        parts.append(f"expires in {max(0, int(tokens['expires_at'] - time.time()))} s")
+    if tokens.get("refresh_token"):
+        parts.append("refreshable")
+    print(clean("; ".join(parts) + f". Tokens kept in {getattr(oauth.storage, 'path', 'the token store')}."))
+    return 0
+
+
+def run_login_command(args: argparse.Namespace) -> int:
+    """Run ``login`` or ``logout`` from parsed arguments; returns the exit status."""
+    if not str(getattr(args, "url", "")).startswith(("http://", "https://")):
+        print(f"mcpkit {args.cmd}: URL must be http(s)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.cmd == "logout":
+        from ..auth import OAuth
+
+        oauth = OAuth(args.url, storage=_storage(args), client_id=getattr(args, "client_id", None),
+                      issuer=getattr(args, "issuer", None),
+                      client_secret=getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET"))
+        if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
+            print(f"Logged out of {args.url}.")
+        else:
+            print(f"No stored tokens for {args.url}.")
+        return 0
+    return asyncio.run(_login(args))
+
+
+def main(argv: list[str]) -> int:
+    """``login URL ...`` or ``logout URL ...`` (the command first); the exit status."""
     parser = argparse.ArgumentParser(prog="mcpkit")
     sub = parser.add_subparsers(dest="cmd", required=True)
     add_login_commands(sub)
-    return run_login_command(parser.parse_args([cmd, *argv]))
+    return run_login_command(parser.parse_args(argv))
 
 
 def login(argv: list[str]) -> int:
-    return _run("login", argv)
+    """``mcpkit login URL ...``."""
+    return main(["login", *argv])
 
 
 def logout(argv: list[str]) -> int:
-    return _run("logout", argv)
+    """``mcpkit logout URL ...``."""
+    return main(["logout", *argv])

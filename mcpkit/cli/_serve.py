@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -327,7 +326,9 @@ def _end(child: Any) -> None:
 
 
 def _watch_roots(spec: str) -> list[str]:
-    path = _file_spec(spec)[0]
+    from ..server._loader import file_spec
+
+    path = file_spec(spec)[0]
     if path is not None:
         return [os.path.dirname(os.path.abspath(path)) or "."]
     return [os.getcwd()]
@@ -361,133 +362,17 @@ def _changed(before: dict[str, float], after: dict[str, float]) -> str:
 
 
 # ---------------------------------------------------------------- finding the server
-class _RunAtImport(BaseException):
-    """The served module called ``server.run()`` while it was being imported."""
-
-    def __init__(self, server: Any) -> None:
-        super().__init__()
-        self.server = server
-
-
-def _file_spec(spec: str) -> tuple[str | None, str | None]:
-    """(path, attr) when ``spec`` names a file (``FILE.py`` or ``FILE.py:attr``), else (None, None)."""
-    m = re.match(r"^(.*\.py):([A-Za-z_]\w*)$", spec)
-    if m:
-        return m.group(1), m.group(2)
-    if spec.endswith(".py") or os.sep in spec or (os.altsep and os.altsep in spec):
-        return spec, None
-    return None, None
-
-
 def _load_or_report(spec: str) -> Server | None:
     """The server, or None after printing one line saying why not."""
+    from ..errors import ServerLoadError
+    from ..server._loader import load
+
     try:
-        server, ran = load_server(spec)
-    except SyntaxError as exc:
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else spec
-        print(f"{PROG}: {where}: {exc.msg}", file=sys.stderr)
-        return None
-    except (ImportError, OSError, AttributeError, LookupError, TypeError) as exc:
+        server, ran = load(spec)
+    except ServerLoadError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return None
-    except Exception as exc:  # the module itself failed while it ran
-        print(f"{PROG}: {spec}{_user_line(exc)}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None
     if ran:
         print(f"{PROG}: {spec} calls server.run() when imported; mcpkit serve runs the server itself "
               "(guard the call with `if __name__ == \"__main__\":`)", file=sys.stderr)
     return server
-
-
-def _user_line(exc: BaseException) -> str:
-    import traceback
-
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "mcpkit" not in f.filename.split(os.sep)[-3:-1]]
-    return f" (line {frames[-1].lineno})" if frames and frames[-1].lineno else ""
-
-
-def load_server(spec: str) -> tuple[Server, bool]:
-    """The Server in ``FILE.py[:attr]`` or ``module[:attr]``, and whether the module called
-    ``server.run()`` at import (that call is stopped: the caller serves the server)."""
-    from ..server import Server
-    from ..transports import _stdio_main
-
-    def run_at_import(self: Any, *args: Any, **kwargs: Any) -> None:
-        raise _RunAtImport(self)
-
-    def stdio_at_import(server: Any, *args: Any, **kwargs: Any) -> None:
-        raise _RunAtImport(server)
-
-    saved = Server.run, _stdio_main.run_stdio_server
-    Server.run = run_at_import  # type: ignore[method-assign]
-    _stdio_main.run_stdio_server = stdio_at_import
-    module: Any = None
-    attr: str | None = None
-    try:
-        try:
-            module, attr = _import(spec)
-        except _RunAtImport as ran:
-            path, attr = _file_spec(spec)
-            if attr is None and path is None:
-                attr = spec.partition(":")[2] or None
-            module = sys.modules.get(_MODULE_NAME if path is not None else spec.partition(":")[0])
-            found = getattr(module, attr, None) if (attr and module is not None) else None
-            server = found if isinstance(found, Server) else ran.server
-            if not isinstance(server, Server):
-                raise TypeError(f"{spec}: server.run() was called on something that is not an mcpkit Server") from None
-            return server, True
-    finally:
-        Server.run, _stdio_main.run_stdio_server = saved  # type: ignore[method-assign]
-    return _pick(spec, module, attr), False
-
-
-_MODULE_NAME = "_mcpkit_served"
-
-
-def _import(spec: str) -> tuple[Any, str | None]:
-    import importlib
-    import importlib.util
-
-    path, attr = _file_spec(spec)
-    if path is not None:
-        if not os.path.exists(path):
-            raise OSError(f"no such file: {path}")
-        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-        modspec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
-        if modspec is None or modspec.loader is None:
-            raise ImportError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(modspec)
-        sys.modules[_MODULE_NAME] = module
-        modspec.loader.exec_module(module)
-        return module, attr
-    modname, _, attr_text = spec.partition(":")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)  # module:attr from the current directory, as `python -m` would
-    try:
-        module = importlib.import_module(modname)
-    except ModuleNotFoundError as exc:
-        if exc.name and modname.startswith(exc.name):
-            raise ImportError(f"no module named {modname!r} here (looked in the current directory "
-                              "and on sys.path); for a file, give FILE.py") from None
-        raise
-    return module, attr_text or None
-
-
-def _pick(spec: str, module: Any, attr: str | None) -> Server:
-    from ..server import Server
-
-    if attr:
-        if not hasattr(module, attr):
-            raise AttributeError(f"{spec}: the module has no attribute {attr!r}")
-        obj = getattr(module, attr)
-        if callable(obj) and not isinstance(obj, Server):
-            obj = obj()  # a factory
-        if not isinstance(obj, Server):
-            raise TypeError(f"{spec} is not an mcpkit Server")
-        return obj
-    found = [v for v in vars(module).values() if isinstance(v, Server)]
-    if len(found) != 1:
-        raise LookupError(f"{spec}: expected exactly one mcpkit Server at module level, found {len(found)}; "
-                          "name it as FILE.py:attr or module:attr")
-    return found[0]

@@ -46,7 +46,7 @@ def add_target_options(parser: argparse.ArgumentParser, *, timeout: float = 30.0
     g.add_argument("--timeout", type=float, default=timeout, metavar="SECONDS",
                    help=f"give up after this many seconds, everything included (default {timeout:g})")
     # --bearer TOKEN, client credentials, stored OAuth tokens (`mcpkit login`): shared with login.
-    from .._login_cli import add_auth_options
+    from ._login import add_auth_options
     from ._safe import add_raw_option
 
     add_auth_options(parser)
@@ -101,7 +101,7 @@ class Target:
         self.bearer = bearer
         self.env = env or {}
         self.timeout = timeout
-        #: The parsed command line, for the OAuth options (``mcpkit._login_cli.auth_from_args``).
+        #: The parsed command line, for the OAuth options (``mcpkit.cli._login.auth_from_args``).
         self.args: argparse.Namespace | None = None
         self._auth: Any = _UNSET
         #: The event loop time by which everything must be done (set when a session starts).
@@ -182,7 +182,7 @@ class Target:
             hook = BearerAuth(self.bearer)
         elif self.args is not None and self.url is not None and not self.sends_credentials:
             try:
-                from .._login_cli import auth_from_args
+                from ._login import auth_from_args
 
                 hook = auth_from_args(self.args, self.url)
             except ImportError as exc:

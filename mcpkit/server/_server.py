@@ -14,6 +14,7 @@ from ..protocol import codec, errors, inbound, subscriptions, versions
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.codec import Reply
+from ..transports._loading import hand_over
 from ._bus import Bus, Change, ChangeKind, InMemoryBus
 from ._context import Emit
 from ._dispatch import Handler, MethodTable, Wrapper
@@ -539,7 +540,8 @@ class Server:
 
     # ================================================================ running
     def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
-        """Serve forever (until stdin closes, for stdio)."""
+        """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it."""
+        hand_over(self)
         if transport == "stdio":
             from ..transports._stdio_main import run_stdio_server
 

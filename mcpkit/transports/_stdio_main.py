@@ -142,7 +142,13 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     atexit handlers run and streams are flushed, but the interpreter's slow teardown is
     skipped, so a host closing many servers is not kept waiting (``mcpkit serve`` does
     this). Code after ``server.run()`` then never runs.
+
+    Called while a server file is being loaded (see :mod:`._loading`), it serves nothing and
+    hands ``server`` to the loader.
     """
+    from ._loading import hand_over
+
+    hand_over(server)
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd

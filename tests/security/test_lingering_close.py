@@ -175,7 +175,7 @@ def test_a_client_that_never_stops_sending_is_closed_within_the_linger_bounds(se
 
 H11_SERVER = """
 import sys, uvicorn
-from mcpkit._workers import load_server
+from mcpkit.server._loader import load_server
 from mcpkit.transports.http import HttpApp
 from mcpkit.transports._limits import Limits, uvicorn_options
 app = HttpApp(load_server(sys.argv[1]))
