@@ -6,8 +6,9 @@ in the HTTP stack or the client unless they are used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_exports as _lazy_exports
 from ._version import __version__ as __version__
 
 _EXPORTS = {
@@ -40,8 +41,8 @@ _EXPORTS = {
     "ProtocolError": "mcpkit.errors",
     "HttpStatusError": "mcpkit.errors",
     # wire types and versions
-    "types": "mcpkit.protocol.types",
-    "LATEST_PROTOCOL_VERSION": "mcpkit.protocol.versions",
+    "types": "mcpkit.protocol.types:",
+    "LATEST_PROTOCOL_VERSION": "mcpkit.protocol.versions:LATEST",
 }
 __all__ = [
     "LATEST_PROTOCOL_VERSION", "Auth", "BearerAuth", "Bus", "Change", "Client", "Context", "EraCache", "Header",
@@ -79,18 +80,4 @@ if TYPE_CHECKING:
     from .server._bus import InMemoryBus as InMemoryBus
     from .server._state import KeyRing as KeyRing
 
-
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(mod)
-    value = module if name == "types" else getattr(module, "LATEST" if name == "LATEST_PROTOCOL_VERSION" else name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -5,17 +5,33 @@ with one, and by the client when a server answers with one). ``ToolError`` is a 
 failure, reported to the model as ``isError: true``. ``TransportError`` and its subclasses
 are local failures: the connection, the process, or an answer that is not MCP at all.
 ``ServerLoadError`` says in one line why a server file could not be loaded.
+
+The other classes belong to one part of mcpkit each (the OAuth client, the resource
+server, the Redis backend, the command line...) and are also importable from there. This
+module imports the standard library only: catching an error never loads its subsystem.
+(:class:`mcpkit.server.InputRequired` is not here: it is a ``BaseException`` that unwinds a
+handler, so that a handler's ``except Exception`` cannot swallow it.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .protocol.errors import MCPError, MCPKitError, ResourceNotFound
+from .protocol.errors import (
+    INTERNAL_ERROR,
+    InvalidHeaderAnnotation,
+    InvalidMessage,
+    MCPError,
+    MCPKitError,
+    ResourceNotFound,
+    RoutingError,
+)
 
 __all__ = [
-    "HttpStatusError", "MCPError", "MCPKitError", "ProtocolError", "ResourceNotFound", "ResponseTooLarge", "ServerLoadError",
-    "ToolError", "TransportClosed", "TransportError",
+    "BackendUnavailable", "CliError", "HttpStatusError", "InvalidHeaderAnnotation", "InvalidMessage", "InvalidToken",
+    "MCPError", "MCPKitError", "MalformedJWS", "NoAnswer", "OAuthError", "ProtocolError", "RequestNotRetried",
+    "ResourceNotFound", "ResponseTooLarge", "RoutingError", "ServerLoadError", "StateError", "TaskCancelled", "ToolError",
+    "TransportClosed", "TransportError", "WeakKeyError",
 ]
 
 
@@ -23,6 +39,7 @@ class ToolError(MCPKitError):
     """Raise inside a tool to report a failure the model should see (``isError: true``)."""
 
 
+# ====================================================================== client transports
 class TransportError(MCPKitError):
     """A local failure (the server went away, a timeout): never a JSON-RPC error from the peer."""
 
@@ -59,3 +76,77 @@ class ResponseTooLarge(ProtocolError):
 class ServerLoadError(MCPKitError):
     """A server could not be loaded from ``FILE.py[:attr]`` or ``module[:attr]`` (``mcpkit serve``):
     the message is one line saying why (the original exception is its ``__cause__``)."""
+
+
+class NoAnswer(TransportError):
+    """No answer within the request's time limit."""
+
+
+class RequestNotRetried(TransportClosed):
+    """The server died while handling a request that may not be safe to repeat; it was not re-sent."""
+
+
+# ====================================================================== client
+class TaskCancelled(MCPKitError):
+    """The task ended ``cancelled`` (by :meth:`~mcpkit.client.TaskHandle.cancel` or by the server)."""
+
+
+class OAuthError(MCPKitError):
+    """Authorization could not be obtained: discovery, registration, the authorization
+    response or a token request failed. ``error`` is the OAuth error code when a server gave
+    one (``invalid_grant``...), else a short local code (``discovery_failed``...).
+    ``description`` is the authorization server's ``error_description`` as it came (data
+    from a server: sanitize it before printing it on a terminal)."""
+
+    def __init__(self, message: str, *, error: str = "oauth_error", status: int | None = None,
+                 description: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.status = status
+        self.description = description
+
+
+# ====================================================================== server
+class InvalidToken(MCPKitError):
+    """The token is not acceptable: 401 with ``error="invalid_token"`` (or ``error`` given).
+
+    ``description`` goes into the challenge's ``error_description``: keep it generic, it
+    never contains the token.
+    """
+
+    def __init__(self, description: str = "the access token is invalid", *, error: str = "invalid_token",
+                 dpop_nonce: str | None = None) -> None:
+        super().__init__(description)
+        self.description = description
+        self.error = error
+        #: A fresh DPoP nonce to send with the answer (``use_dpop_nonce``).
+        self.dpop_nonce = dpop_nonce
+
+
+class MalformedJWS(MCPKitError, ValueError):
+    """Not a well-formed compact JWS (or over a limit)."""
+
+
+class WeakKeyError(MCPKitError, ValueError):
+    """A state key that is not at least 32 random bytes; ``str(exc)`` is one line saying what to do."""
+
+
+class StateError(MCPKitError):
+    """requestState failed verification; ``str(exc)`` is the reason for the log."""
+
+
+class BackendUnavailable(MCPError):
+    """Redis cannot be reached: the work that needs it is refused (JSON-RPC -32603)."""
+
+    def __init__(self, what: str = "this request") -> None:
+        super().__init__(INTERNAL_ERROR,
+                         f"The shared backend (Redis) is unavailable, so {what} cannot be served now; retry shortly")
+
+
+# ====================================================================== command line
+class CliError(MCPKitError):
+    """A failure already worded for the user (one line); ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code

@@ -14,7 +14,9 @@ Names load lazily: ``import mcpkit.auth`` pulls in neither httpx nor the JOSE li
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "OAuth": "mcpkit.auth._oauth",
@@ -46,12 +48,4 @@ if TYPE_CHECKING:
     from ._storage import default_storage_dir as default_storage_dir
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpkit.auth' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

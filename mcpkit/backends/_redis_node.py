@@ -27,6 +27,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import RedisError
 
+from ..errors import BackendUnavailable as BackendUnavailable
 from ..protocol import errors
 from ._redis_keys import Keys
 
@@ -37,14 +38,6 @@ InboxHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
-
-
-class BackendUnavailable(errors.MCPError):
-    """Redis cannot be reached: the work that needs it is refused (JSON-RPC -32603)."""
-
-    def __init__(self, what: str = "this request") -> None:
-        super().__init__(errors.INTERNAL_ERROR,
-                         f"The shared backend (Redis) is unavailable, so {what} cannot be served now; retry shortly")
 
 
 class RedisNode:

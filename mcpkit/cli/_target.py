@@ -14,18 +14,12 @@ import tempfile
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from ..errors import CliError as CliError
+
 if TYPE_CHECKING:
     from ..client import Client
 
 HTTP_EXTRA = "talking to an http(s) URL needs the http extra: pip install 'mcpkit[http]'"
-
-
-class CliError(Exception):
-    """A failure already worded for the user (one line); ``code`` is the exit status."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:

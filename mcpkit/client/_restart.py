@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RequestNotRetried as RequestNotRetried
 from ..errors import ResponseTooLarge, TransportClosed, TransportError
 from ._transport import ClientTransport, NoAnswer, OnNote
 
@@ -34,10 +35,6 @@ SAFE_METHODS = frozenset({
     "server/discover", "initialize", "ping", "tools/list", "resources/list", "resources/templates/list",
     "prompts/list", "resources/read", "prompts/get", "completion/complete",
 })
-
-
-class RequestNotRetried(TransportClosed):
-    """The server died while handling a request that may not be safe to repeat; it was not re-sent."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import MCPError, MCPKitError, ProtocolError
+from ..errors import MCPError, ProtocolError
+from ..errors import TaskCancelled as TaskCancelled
 from ..protocol import meta as M
 from ..protocol import types as t
 
@@ -40,10 +41,6 @@ DEFAULT_POLL_INTERVAL = 1.0
 
 #: Called with (status, statusMessage) each time a poll sees the task change.
 StatusCallback = Callable[[str, "str | None"], Any]
-
-
-class TaskCancelled(MCPKitError):
-    """The task ended ``cancelled`` (by :meth:`TaskHandle.cancel` or by the server)."""
 
 
 def declares_tasks(capabilities: dict[str, Any]) -> bool:

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from ..errors import HttpStatusError, TransportError
+from ..errors import HttpStatusError
+from ..errors import NoAnswer as NoAnswer
 from ..protocol import codec, errors
 
 log = logging.getLogger("mcpkit.client")
@@ -24,10 +25,6 @@ OnNote = Callable[[str, dict[str, Any]], Any]
 #: Answers a server-to-client request (legacy sessions, ping): (method, params) -> result.
 OnRequest = Callable[[str, dict[str, Any]], Awaitable[Any]]
 Era = Literal["modern", "legacy"]
-
-
-class NoAnswer(TransportError):
-    """No answer within the request's time limit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from . import errors
+from .errors import InvalidMessage as InvalidMessage  # raised by decode()
 
 RequestId = Union[int, str]
 
@@ -42,15 +43,6 @@ class Reply(NamedTuple):
 
     body: bytes
     error_code: int | None
-
-
-class InvalidMessage(Exception):
-    """Raised by :func:`decode`: ``error`` is what to answer, ``id`` the request id if it was readable."""
-
-    def __init__(self, error: errors.MCPError, id: RequestId | None = None) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.id = id
 
 
 class _Envelope(msgspec.Struct):

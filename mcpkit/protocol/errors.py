@@ -1,7 +1,8 @@
 """JSON-RPC and MCP error codes, and the exception type that carries them.
 
-``MCPKitError`` is the base of every exception mcpkit raises; it lives here (not in
-:mod:`mcpkit.errors`, which re-exports it) so that the pure protocol layer can use it.
+``MCPKitError`` is the base of every exception mcpkit raises; it and the protocol layer's own
+exceptions live here (not in :mod:`mcpkit.errors`, which re-exports them) so that the pure
+protocol layer can use them.
 """
 
 from __future__ import annotations
@@ -44,6 +45,32 @@ class MCPError(MCPKitError):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code}, {self.message!r}, data={self.data!r})"
+
+
+class InvalidMessage(MCPKitError):
+    """Raised by :func:`mcpkit.protocol.codec.decode`: ``error`` is what to answer, ``id`` the
+    request id if it was readable."""
+
+    def __init__(self, error: MCPError, id: int | str | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.id = id
+
+
+class InvalidHeaderAnnotation(MCPKitError, ValueError):
+    """A tool's ``x-mcp-header`` annotations break the spec rules; the whole tool is invalid."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RoutingError(MCPKitError):
+    """The router was used out of order (after ``close()``, or a legacy session never bound).
+
+    A programming error in the transport, not something a peer can cause. Once raised, the
+    router stays in :attr:`StdioState.ERROR` and every later call raises again.
+    """
 
 
 def parse_error(detail: str = "") -> MCPError:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from mcpkit.protocol.errors import HEADER_MISMATCH, MCPError, header_mismatch
+from mcpkit.protocol.errors import HEADER_MISMATCH, InvalidHeaderAnnotation, MCPError, header_mismatch
 from mcpkit.protocol.versions import MODERN_VERSIONS
 
 __all__ = [
@@ -78,12 +78,6 @@ _NAME_MAP_KEYWORDS = frozenset({"$defs", "definitions", "patternProperties", "de
 _PRIMITIVE_TYPES = ("string", "integer", "boolean")
 
 
-class InvalidHeaderAnnotation(ValueError):
-    """A tool's ``x-mcp-header`` annotations break the spec rules; the whole tool is invalid."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 # --------------------------------------------------------------------------- values

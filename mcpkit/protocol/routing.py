@@ -33,18 +33,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, Union, overload
 
 from . import codec, eras, errors, versions
-from .errors import MCPKitError
+from .errors import RoutingError as RoutingError
 
 P = TypeVar("P")
 _A = TypeVar("_A")
 
 
-class RoutingError(MCPKitError):
-    """The router was used out of order (after ``close()``, or a legacy session never bound).
-
-    A programming error in the transport, not something a peer can cause. Once raised, the
-    router stays in :attr:`StdioState.ERROR` and every later call raises again.
-    """
 
 
 # ====================================================================== stdio actions

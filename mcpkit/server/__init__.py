@@ -6,8 +6,9 @@ Extensions build on :meth:`Server.add_method`, :meth:`Server.wrap_method`,
 :class:`InputRequired` are their types.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports as _lazy_exports
 from ..errors import ToolError
 from ._context import Context
 from ._dispatch import Handler, Wrapper
@@ -25,13 +26,7 @@ __all__ = [
     "assistant", "audio", "embedded", "image", "resource_contents", "text", "user",
 ]
 
-_TASK_NAMES = frozenset({"InMemoryTaskStore", "TaskRecord", "Tasks", "TaskStore"})
+# The tasks extension loads on first use: servers without tasks never import it.
+_EXPORTS = dict.fromkeys(("InMemoryTaskStore", "TaskRecord", "Tasks", "TaskStore"), "mcpkit.server._tasks")
 
-
-def __getattr__(name: str) -> Any:
-    # The tasks extension loads on first use: servers without tasks never import it.
-    if name in _TASK_NAMES:
-        from . import _tasks
-
-        return getattr(_tasks, name)
-    raise AttributeError(f"module 'mcpkit.server' has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -23,6 +23,8 @@ import hashlib
 import hmac
 import re
 
+from ..errors import WeakKeyError as WeakKeyError
+
 #: How to make a good key (printed in the refusal).
 MAKE_KEY = 'python -c "import secrets,base64;print(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())"'
 #: The fewest random bytes a key must hold.
@@ -35,10 +37,6 @@ _B64 = re.compile(r"[A-Za-z0-9+/]+={0,2}|[A-Za-z0-9_-]+={0,2}")
 _SALT = b"mcpkit/requestState/v2"
 _INFO_AEAD = b"mcpkit/requestState/v2 aes-256-gcm key"
 _INFO_ID = b"mcpkit/requestState/v2 key id"
-
-
-class WeakKeyError(ValueError):
-    """A state key that is not at least 32 random bytes; ``str(exc)`` is one line saying what to do."""
 
 
 def _refuse(source: str, index: int, why: str) -> WeakKeyError:

@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from ..errors import StateError as StateError
+
 # hashlib and base64 are imported where used: a server that never asks for input never pays for them.
 
 log = logging.getLogger("mcpkit.server")
@@ -30,10 +32,6 @@ _HEAD = 1 + 8  # version, key id
 INVALID_STATE_MESSAGE = "Invalid or expired requestState"
 #: What seal() writes: the base64url alphabet (RFC 4648 §5), no padding.
 _B64URL = re.compile(r"[A-Za-z0-9_-]*")
-
-
-class StateError(Exception):
-    """requestState failed verification; ``str(exc)`` is the reason for the log."""
 
 
 class _Payload(msgspec.Struct, array_like=True, omit_defaults=True):

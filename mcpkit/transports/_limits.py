@@ -9,7 +9,8 @@ Two halves:
   headers and body (408, then close), connection and in-flight caps (503 with
   ``Retry-After``), the keep-alive idle limit, answering a request whose client
   half-closed its side, and closing after a refusal without resetting a client that is
-  still sending (the lingering close of :mod:`._linger`, h11 too). They are a small subclass of uvicorn's httptools protocol;
+  still sending (the lingering close of :mod:`._linger`, h11 too). They are a small subclass of uvicorn's httptools protocol,
+  used only under the uvicorn versions :mod:`._uvicorn_guard` accepts;
   :func:`uvicorn_options` turns :class:`Limits` into the ``uvicorn.Config`` arguments.
 
 Every refusal carries a JSON-RPC error body.
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..protocol import codec, errors
+from . import _uvicorn_guard
 from ._linger import LingeringTransport, lingering_h11_protocol
 
 log = logging.getLogger("mcpkit.http")
@@ -353,13 +355,17 @@ def http_protocol(limits: Limits) -> type[asyncio.Protocol] | None:
 
 def uvicorn_options(limits: Limits, *, parser: str = "auto") -> dict[str, Any]:
     """The ``uvicorn.Config`` arguments that enforce ``limits``; ``parser="h11"`` picks the
-    h11 protocol even when httptools is installed (what an install without httptools gets)."""
-    protocol = http_protocol(limits) if parser != "h11" else None
+    h11 protocol even when httptools is installed (what an install without httptools gets).
+
+    Under a uvicorn outside the tested versions (:mod:`._uvicorn_guard`) no uvicorn class is
+    subclassed: uvicorn's own h11 protocol serves, with the coarser h11 limits."""
+    subclass = _uvicorn_guard.may_subclass()
+    protocol = http_protocol(limits) if parser != "h11" and subclass else None
     options: dict[str, Any] = {"timeout_keep_alive": limits.keep_alive_timeout}
     if protocol is not None:
         options["http"] = protocol
     else:  # h11 only: its own head-size cap and uvicorn's plain-text 503
-        options["http"] = lingering_h11_protocol()
+        options["http"] = lingering_h11_protocol() if subclass else "h11"
         if limits.max_header_bytes is not None:
             options["h11_max_incomplete_event_size"] = limits.max_header_bytes
         caps = [c for c in (limits.max_connections, limits.max_inflight) if c is not None]

@@ -11,7 +11,9 @@ Names load lazily: importing this package loads neither httpx nor the JOSE libra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "ResourceServerAuth": "mcpkit.auth.server._gate",
@@ -49,12 +51,4 @@ if TYPE_CHECKING:
     from ._principal import hierarchical_scopes as hierarchical_scopes
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

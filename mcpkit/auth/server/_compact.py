@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from ...errors import MalformedJWS as MalformedJWS
+
 #: The longest access token accepted (characters of the compact form). Real JWT access
 #: tokens are well under 8 KiB, even with many groups or roles.
 MAX_TOKEN_LENGTH = 16384
@@ -24,10 +26,6 @@ MAX_JSON_DEPTH = 32
 
 _B64URL = re.compile(r"[A-Za-z0-9_-]*\Z")
 _ONLY_OPENERS = bytes(c for c in range(256) if c not in b"[{")
-
-
-class MalformedJWS(ValueError):
-    """Not a well-formed compact JWS (or over a limit)."""
 
 
 def too_deep(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:

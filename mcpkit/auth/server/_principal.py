@@ -9,6 +9,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ...errors import InvalidToken as InvalidToken
+
 #: ``rule(granted, needed) -> bool``: whether the granted scopes cover one needed scope.
 ScopeRule = Callable[[frozenset[str], str], bool]
 
@@ -92,22 +94,6 @@ class TokenRequest:
     scheme: str
     #: Request headers, lower-cased names (``dpop`` included when sent).
     headers: Mapping[str, str]
-
-
-class InvalidToken(Exception):
-    """The token is not acceptable: 401 with ``error="invalid_token"`` (or ``error`` given).
-
-    ``description`` goes into the challenge's ``error_description``: keep it generic, it
-    never contains the token.
-    """
-
-    def __init__(self, description: str = "the access token is invalid", *, error: str = "invalid_token",
-                 dpop_nonce: str | None = None) -> None:
-        super().__init__(description)
-        self.description = description
-        self.error = error
-        #: A fresh DPoP nonce to send with the answer (``use_dpop_nonce``).
-        self.dpop_nonce = dpop_nonce
 
 
 @runtime_checkable

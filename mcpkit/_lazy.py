@@ -1,0 +1,42 @@
+"""The lazy-export block of mcpkit's package ``__init__`` modules, written once.
+
+A package lists its public names in a table; each is imported on first use (PEP 562 module
+``__getattr__``), so importing the package loads neither its subsystems nor their optional
+dependencies. The packages keep ``TYPE_CHECKING`` imports of the same names for type
+checkers and IDEs. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+
+def lazy_exports(package: str, table: Mapping[str, str], namespace: dict[str, Any],
+                 names: Iterable[str] | None = None) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``(__getattr__, __dir__)`` pair of the package ``package``.
+
+    ``table`` maps a public name to where it lives: ``"module"`` (that module's attribute of
+    the same name), ``"module:attr"`` (another attribute of it) or ``"module:"`` (the module
+    itself). A value, once imported, is kept in ``namespace`` (the package's ``globals()``), so
+    ``__getattr__`` runs once per name. ``__dir__`` lists ``names`` when given, else the
+    package's own names and the table's.
+    """
+    listed = list(names) if names is not None else None
+
+    def __getattr__(name: str) -> Any:
+        target = table.get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        module_name, sep, attr = target.partition(":")
+        module = importlib.import_module(module_name)
+        value = module if sep and not attr else getattr(module, attr or name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return list(listed) if listed is not None else sorted(set(namespace) | set(table))
+
+    return __getattr__, __dir__
