@@ -12,29 +12,27 @@ A request goes down through small layers, each its own method (in the manner of 
                 _send_single_request()  stamp _meta, assign an id, time limit
                   transport.request()   one exchange -> Response (message, status, headers)
 
-Era negotiation lives in ``_era``, listen streams in ``_listen``, answering the server's
-questions in ``_input``, the response cache in ``_cache``.
+The typed methods (``discover``, ``list_*``, ``call_tool``, ...) live in ``_api``, era
+negotiation in ``_era``, listen streams in ``_listen``, answering the server's questions in
+``_input``, the response cache in ``_cache``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..errors import MCPError, ProtocolError, TransportError
 from ..protocol import codec, errors, versions
 from ..protocol import meta as M
-from ..protocol import types as t
 from ..protocol.mrtr import MRTR_METHODS
 from . import _era
+from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
 from ._credentials import outgoing, params_bytes, with_context
@@ -49,27 +47,11 @@ if TYPE_CHECKING:
 
     from ..server import Server
     from ._http import HeaderProvider
-    from ._tasks import TaskHandle
 
-R = TypeVar("R")
-log = logging.getLogger("mcpkit.client")
-ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
-LogCallback = Callable[[dict[str, Any]], Any]
 _INF = float("inf")
 
 
-class _Options(NamedTuple):
-    """The per-call options every request method takes."""
-
-    progress: ProgressCallback | None = None
-    log_level: str | None = None
-    on_log: LogCallback | None = None
-    on_notification: OnNote | None = None
-    timeout: float | None = None
-    cache: CacheMode = "use"
-
-
-class Client:
+class Client(TypedApi):
     """An MCP client.
 
     ``target`` is a ``Server`` object (in-memory), a command line (a string or a list: spawned
@@ -459,175 +441,6 @@ class Client:
         if log_level is not None:
             meta[M.LOG_LEVEL] = log_level
         return meta
-
-    # ------------------------------------------------------------ typed API
-    async def _typed(self, typ: type[R], method: str, params: dict[str, Any] | None, opts: _Options) -> R:
-        result = await self._request(method, params, opts)
-        if issubclass(typ, t.CacheableResult) and ("ttlMs" not in result or "cacheScope" not in result):
-            # An older server: no hints means stale at once, and never shared.
-            result = {"ttlMs": 0, "cacheScope": "private", **result}
-        try:
-            return msgspec.convert(result, typ)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(f"{method}: malformed result: {exc}") from None
-
-    async def discover(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
-                       on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                       timeout: float | None = None, cache: CacheMode = "use") -> t.DiscoverResult:
-        """The server's card. On a legacy server it is built from the initialize result."""
-        await self.start()
-        if self.era == "legacy":
-            return msgspec.convert(self.discover_raw_legacy(), t.DiscoverResult)
-        if self._discovered is not None and cache == "use":
-            found, self._discovered = self._discovered, None  # the probe already asked
-            try:
-                return msgspec.convert(found, t.DiscoverResult)
-            except msgspec.ValidationError as exc:
-                raise ProtocolError(f"server/discover: malformed result: {exc}") from None
-        return await self._typed(t.DiscoverResult, "server/discover", None,
-                                 _Options(progress, log_level, on_log, on_notification, timeout, cache))
-
-    async def discover_raw(self) -> dict[str, Any]:
-        """The DiscoverResult as the server sent it (built from initialize on a legacy server)."""
-        await self.start()
-        if self.era == "legacy":
-            return self.discover_raw_legacy()
-        if self._discovered is not None:
-            found, self._discovered = self._discovered, None
-            return found
-        return await self.request("server/discover")
-
-    def discover_raw_legacy(self) -> dict[str, Any]:
-        return _era.discover_from_initialize(self.legacy_version, self.initialize_result)
-
-    async def _walk(self, typ: type[Any], method: str, key: str, opts: _Options) -> list[Any]:
-        out: list[Any] = []
-        cursor: str | None = None
-        for _ in range(10_000):  # a server handing back cursors forever is not our problem to loop on
-            params = {"cursor": cursor} if cursor is not None else None
-            page = await self._typed(typ, method, params, opts)
-            out.extend(getattr(page, key))
-            nxt = page.nextCursor
-            if nxt is msgspec.UNSET or nxt is None:
-                return out
-            cursor = nxt  # an empty string is a valid cursor, not the end
-        raise ProtocolError(f"{method}: too many pages")
-
-    async def list_tools(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
-                         on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                         timeout: float | None = None, cache: CacheMode = "use") -> list[t.Tool]:
-        """All tools (every page). Over HTTP, tools whose ``x-mcp-header`` annotations are
-        invalid are left out (with a warning), since they could not be called correctly."""
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        tools: list[t.Tool] = await self._walk(t.ListToolsResult, "tools/list", "tools", opts)
-        self._recoverer.note_tools(tools)
-        if not self.transport.capabilities.http:
-            return tools
-        from ..protocol import headers as H
-
-        usable, annotations = [], {}
-        for tool in tools:
-            try:
-                ann = H.header_annotations(tool.inputSchema)
-            except H.InvalidHeaderAnnotation as exc:
-                log.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", tool.name, exc)
-                continue
-            if ann:
-                annotations[tool.name] = ann
-            usable.append(tool)
-        self.transport.use_tool_annotations(annotations)
-        return usable
-
-    async def list_resources(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
-                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                             timeout: float | None = None, cache: CacheMode = "use") -> list[t.Resource]:
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return await self._walk(t.ListResourcesResult, "resources/list", "resources", opts)
-
-    async def list_resource_templates(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
-                                      on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                                      timeout: float | None = None, cache: CacheMode = "use") -> list[t.ResourceTemplate]:
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return await self._walk(t.ListResourceTemplatesResult, "resources/templates/list", "resourceTemplates", opts)
-
-    async def list_prompts(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
-                           on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                           timeout: float | None = None, cache: CacheMode = "use") -> list[t.Prompt]:
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return await self._walk(t.ListPromptsResult, "prompts/list", "prompts", opts)
-
-    @overload
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                        progress: ProgressCallback | None = None, log_level: str | None = None,
-                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                        timeout: float | None = None, cache: CacheMode = "use",
-                        task: Literal[False] = False) -> t.CallToolResult: ...
-
-    @overload
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                        progress: ProgressCallback | None = None, log_level: str | None = None,
-                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                        timeout: float | None = None, cache: CacheMode = "use",
-                        task: Literal[True]) -> TaskHandle: ...
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
-                        progress: ProgressCallback | None = None, log_level: str | None = None,
-                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                        timeout: float | None = None, cache: CacheMode = "use",
-                        task: bool = False) -> t.CallToolResult | TaskHandle:
-        """Call a tool. ``progress(progress, total, message)`` gets its progress,
-        ``on_log(params)`` its log messages at ``log_level`` and above.
-
-        ``task=True`` declares the tasks extension on this request and returns a
-        :class:`~mcpkit.client.TaskHandle` (``await handle.result()``), already complete when
-        the server answers at once. A call answered with a task otherwise (the client
-        declared the extension in ``capabilities``) is waited for, and its result returned.
-        """
-        from . import _tasks
-
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        if task:
-            await self.start()
-            if self.era != "legacy":
-                params = _tasks.declaring(self, params)
-        raw = await self._request("tools/call", params, opts)
-        if raw.get("resultType") == "task":
-            handle = _tasks.TaskHandle(self, raw)
-            return handle if task else await handle.result()
-        try:
-            result = msgspec.convert(raw, t.CallToolResult)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(f"tools/call: malformed result: {exc}") from None
-        return _tasks.TaskHandle(self, result=result) if task else result
-
-    async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
-                            on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                            timeout: float | None = None, cache: CacheMode = "use") -> t.ReadResourceResult:
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return await self._typed(t.ReadResourceResult, "resources/read", {"uri": uri}, opts)
-
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None, *,
-                         progress: ProgressCallback | None = None, log_level: str | None = None,
-                         on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                         timeout: float | None = None, cache: CacheMode = "use") -> t.GetPromptResult:
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return await self._typed(t.GetPromptResult, "prompts/get", params, opts)
-
-    async def complete(self, ref: dict[str, Any], argument: str, value: str, context: dict[str, str] | None = None, *,
-                       progress: ProgressCallback | None = None, log_level: str | None = None,
-                       on_log: LogCallback | None = None, on_notification: OnNote | None = None,
-                       timeout: float | None = None, cache: CacheMode = "use") -> t.Completion:
-        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
-        if context:
-            params["context"] = {"arguments": context}
-        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
-        return (await self._typed(t.CompleteResult, "completion/complete", params, opts)).completion
 
     # ------------------------------------------------------------ subscriptions
     async def listen(

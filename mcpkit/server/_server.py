@@ -1,10 +1,11 @@
 """The Server: the public front. Registrations and extension hooks in; transports feed it
-decoded requests. Dispatch lives in :mod:`._dispatch`, the built-in methods in
-:mod:`._handlers`, the era-specific edges in :mod:`._encode`."""
+decoded requests. Registration (``tool``, ``resource``, ``prompt``, ``completion``) lives in
+:mod:`._register`, dispatch in :mod:`._dispatch`, the built-in methods in :mod:`._handlers`,
+the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,21 +23,10 @@ from ._dispatch import dispatch as dispatch_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
 from ._once import MemoryUsedStates, UsedStates
-from ._primitives import (
-    TASK_START,
-    TASK_SUPPORT,
-    CacheHints,
-    CacheScope,
-    PromptDef,
-    ResourceDef,
-    TaskStart,
-    TaskSupport,
-    TemplateDef,
-    ToolDef,
-)
+from ._primitives import CacheScope, PromptDef, ResourceDef, TemplateDef, ToolDef
+from ._register import CompletionHandler, Registrations, _scopes
 from ._resolve import required_scopes
 from ._state import KeyRing, StateSealer
-from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ..transports._http_legacy import SessionStore
@@ -46,15 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
-CompletionHandler = Callable[..., Any]
-
-
-
-def _scopes(scopes: Iterable[str]) -> frozenset[str]:
-    if isinstance(scopes, str):
-        scopes = scopes.split()
-    return frozenset(scopes)
-
 
 def _has_modern_meta(raw_params: Any) -> bool:
     params = codec.params_dict(raw_params)
@@ -62,7 +43,7 @@ def _has_modern_meta(raw_params: Any) -> bool:
     return isinstance(meta, dict) and M.PROTOCOL_VERSION in meta
 
 
-class Server:
+class Server(Registrations):
     """An MCP server: declare tools, resources and prompts, then run it on a transport.
 
     One ``Server`` serves every request on its own: each carries its version and client
@@ -190,170 +171,6 @@ class Server:
                 return await call_next(ctx, params)
 
             self.wrap_method("subscriptions/listen", listen_when_ready)
-
-    # ================================================================ registration
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
-        icons: list[Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        blocking: bool = False,
-        structured_output: bool | None = None,
-        input_schema: dict[str, Any] | None = None,
-        ttl_ms: int | None = None,
-        cache_scope: CacheScope | None = None,
-        task: TaskSupport = "never",
-        task_start: TaskStart = "immediate",
-        scopes: Iterable[str] = (),
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a function as a tool. Its type hints become the ``inputSchema``.
-
-        ``blocking=True`` runs a sync function in a worker thread instead of on the event loop.
-        ``input_schema`` publishes a hand-written schema instead (arguments are still bound
-        to the signature). ``ttl_ms``/``cache_scope`` bound the ``tools/list`` cache hints.
-        ``task`` (needs tasks enabled: ``Server(..., tasks=True)``): ``"optional"`` runs the
-        call as a task for clients that declare the tasks extension, ``"required"`` refuses
-        other clients (-32021); ``task_start="explicit"`` makes it a task only once the
-        handler calls ``await ctx.start_task()``. See :mod:`mcpkit.server._tasks`.
-        ``scopes``: the OAuth scopes a caller needs to see and call it (protected servers).
-        """
-        if callable(name):  # used bare: @server.tool
-            return self.tool()(name)
-
-        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-            tool = ToolDef(fn, name=name, title=title, description=description, annotations=annotations,
-                           icons=icons, meta=meta, blocking=blocking, structured_output=structured_output)
-            if input_schema is not None:
-                if input_schema.get("type") != "object":
-                    raise ValueError(f"tool {tool.name!r}: input_schema must have type 'object' at its root")
-                tool.wire.inputSchema = input_schema
-            tool.cache = CacheHints(ttl_ms, cache_scope)
-            tool.task, tool.task_start = task, task_start
-            tool.scopes = _scopes(scopes)
-            self.add_tool(tool)
-            return fn
-
-        return deco
-
-    def add_tool(self, tool: ToolDef) -> None:
-        from ..protocol import headers
-
-        try:
-            tool.header_map = headers.header_annotations(tool.wire.inputSchema) or None
-        except headers.InvalidHeaderAnnotation as exc:
-            raise ValueError(f"tool {tool.name!r}: invalid x-mcp-header annotation: {exc}") from None
-        if tool.task not in TASK_SUPPORT or tool.task_start not in TASK_START:
-            raise ValueError(f"tool {tool.name!r}: task must be one of {TASK_SUPPORT} and task_start one of {TASK_START}")
-        if tool.task != "never" and self.tasks is None:
-            raise ValueError(f"tool {tool.name!r}: task={tool.task!r} needs the tasks extension; "
-                             "enable it first: Server(..., tasks=True) or server.enable_tasks()")
-        self._tools[tool.name] = tool
-        self._changed("tools")
-
-    def remove_tool(self, name: str) -> None:
-        if self._tools.pop(name, None) is not None:
-            self._changed("tools")
-
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: Any = None,
-        icons: list[Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        ttl_ms: int | None = None,
-        cache_scope: CacheScope | None = None,
-        blocking: bool = False,
-        scopes: Iterable[str] = (),
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a resource at ``uri``, or a resource template when ``uri`` has ``{vars}``.
-
-        ``scopes``: the OAuth scopes a caller needs to see and read it (protected servers)."""
-        needed = _scopes(scopes)
-        cache = CacheHints(ttl_ms, cache_scope)
-
-        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-            if UriTemplate.is_template(uri):
-                tdef = TemplateDef(fn, uri, name=name, title=title, description=description, mime_type=mime_type,
-                                   annotations=annotations, icons=icons, meta=meta, cache=cache, blocking=blocking)
-                tdef.scopes = needed
-                self._templates[uri] = tdef
-            else:
-                rdef = ResourceDef(fn, uri, name=name, title=title, description=description, mime_type=mime_type,
-                                   size=size, annotations=annotations, icons=icons, meta=meta, cache=cache,
-                                   blocking=blocking)
-                rdef.scopes = needed
-                self._resources[uri] = rdef
-            self._changed("resources")
-            return fn
-
-        return deco
-
-    def remove_resource(self, uri: str) -> None:
-        if self._resources.pop(uri, None) is not None or self._templates.pop(uri, None) is not None:
-            self._changed("resources")
-
-    def prompt(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list[Any] | None = None,
-        meta: dict[str, Any] | None = None,
-        blocking: bool = False,
-        ttl_ms: int | None = None,
-        cache_scope: CacheScope | None = None,
-        scopes: Iterable[str] = (),
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a prompt; its (string) parameters become the prompt's arguments.
-
-        ``scopes``: the OAuth scopes a caller needs to see and get it (protected servers)."""
-        if callable(name):
-            return self.prompt()(name)
-
-        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-            p = PromptDef(fn, name=name, title=title, description=description, icons=icons, meta=meta, blocking=blocking)
-            p.cache = CacheHints(ttl_ms, cache_scope)
-            p.scopes = _scopes(scopes)
-            self._prompts[p.name] = p
-            self._changed("prompts")
-            return fn
-
-        return deco
-
-    def remove_prompt(self, name: str) -> None:
-        if self._prompts.pop(name, None) is not None:
-            self._changed("prompts")
-
-    def completion(self, *, prompt: str | None = None, resource: str | None = None,
-                   argument: str | None = None) -> Callable[[CompletionHandler], CompletionHandler]:
-        """Register argument completion for a prompt or a resource template.
-
-        The handler is called as ``fn(argument, value, context)`` (sync or async) where
-        ``context`` holds already-resolved arguments, and returns a list of strings.
-        Leave ``argument`` out to complete every argument of that reference.
-        """
-        if (prompt is None) == (resource is None):
-            raise TypeError("completion() takes exactly one of prompt= or resource=")
-        kind, target = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource or "")
-        key = (kind, target if argument is None else f"{target}\x00{argument}")
-
-        def deco(fn: CompletionHandler) -> CompletionHandler:
-            self._completions[key] = fn
-            self._refresh_capabilities()
-            return fn
-
-        return deco
 
     # ---------------------------------------------------------------- extensions
     def add_method(self, method: str, handler: Handler, params_type: type, capability: str | None = None) -> None:

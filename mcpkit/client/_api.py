@@ -1,0 +1,230 @@
+"""The Client's typed API: ``discover``, the ``list_*`` walks over every page, ``call_tool``,
+``read_resource``, ``get_prompt`` and ``complete`` (a base class of :class:`~mcpkit.client.Client`).
+
+Each builds its params and per-call options, sends them through :meth:`Client._request` (the
+layered send path, in :mod:`._client`) and converts the result dict to its wire type.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast, overload
+
+import msgspec
+
+from ..errors import ProtocolError
+from ..protocol import types as t
+from . import _era
+from ._cache import CacheMode
+from ._transport import ClientTransport, OnNote
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._restart import Recoverer
+    from ._tasks import TaskHandle
+
+__all__ = ["LogCallback", "ProgressCallback", "TypedApi"]
+
+R = TypeVar("R")
+log = logging.getLogger("mcpkit.client")
+ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
+LogCallback = Callable[[dict[str, Any]], Any]
+
+
+class _Options(NamedTuple):
+    """The per-call options every request method takes."""
+
+    progress: ProgressCallback | None = None
+    log_level: str | None = None
+    on_log: LogCallback | None = None
+    on_notification: OnNote | None = None
+    timeout: float | None = None
+    cache: CacheMode = "use"
+
+
+class TypedApi:
+    """The typed request methods of :class:`~mcpkit.client.Client` (which sets these up)."""
+
+    era: _era.Era | None
+    legacy_version: str | None
+    initialize_result: dict[str, Any] | None
+    transport: ClientTransport
+    _discovered: dict[str, Any] | None
+    _recoverer: Recoverer
+
+    if TYPE_CHECKING:
+        async def start(self) -> None: ...
+
+        async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+        async def _request(self, method: str, params: dict[str, Any] | None, opts: _Options) -> dict[str, Any]: ...
+
+    async def _typed(self, typ: type[R], method: str, params: dict[str, Any] | None, opts: _Options) -> R:
+        result = await self._request(method, params, opts)
+        if issubclass(typ, t.CacheableResult) and ("ttlMs" not in result or "cacheScope" not in result):
+            # An older server: no hints means stale at once, and never shared.
+            result = {"ttlMs": 0, "cacheScope": "private", **result}
+        try:
+            return msgspec.convert(result, typ)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(f"{method}: malformed result: {exc}") from None
+
+    async def discover(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
+                       on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                       timeout: float | None = None, cache: CacheMode = "use") -> t.DiscoverResult:
+        """The server's card. On a legacy server it is built from the initialize result."""
+        await self.start()
+        if self.era == "legacy":
+            return msgspec.convert(self.discover_raw_legacy(), t.DiscoverResult)
+        if self._discovered is not None and cache == "use":
+            found, self._discovered = self._discovered, None  # the probe already asked
+            try:
+                return msgspec.convert(found, t.DiscoverResult)
+            except msgspec.ValidationError as exc:
+                raise ProtocolError(f"server/discover: malformed result: {exc}") from None
+        return await self._typed(t.DiscoverResult, "server/discover", None,
+                                 _Options(progress, log_level, on_log, on_notification, timeout, cache))
+
+    async def discover_raw(self) -> dict[str, Any]:
+        """The DiscoverResult as the server sent it (built from initialize on a legacy server)."""
+        await self.start()
+        if self.era == "legacy":
+            return self.discover_raw_legacy()
+        if self._discovered is not None:
+            found, self._discovered = self._discovered, None
+            return found
+        return await self.request("server/discover")
+
+    def discover_raw_legacy(self) -> dict[str, Any]:
+        return _era.discover_from_initialize(self.legacy_version, self.initialize_result)
+
+    async def _walk(self, typ: type[Any], method: str, key: str, opts: _Options) -> list[Any]:
+        out: list[Any] = []
+        cursor: str | None = None
+        for _ in range(10_000):  # a server handing back cursors forever is not our problem to loop on
+            params = {"cursor": cursor} if cursor is not None else None
+            page = await self._typed(typ, method, params, opts)
+            out.extend(getattr(page, key))
+            nxt = page.nextCursor
+            if nxt is msgspec.UNSET or nxt is None:
+                return out
+            cursor = nxt  # an empty string is a valid cursor, not the end
+        raise ProtocolError(f"{method}: too many pages")
+
+    async def list_tools(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
+                         on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                         timeout: float | None = None, cache: CacheMode = "use") -> list[t.Tool]:
+        """All tools (every page). Over HTTP, tools whose ``x-mcp-header`` annotations are
+        invalid are left out (with a warning), since they could not be called correctly."""
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        tools: list[t.Tool] = await self._walk(t.ListToolsResult, "tools/list", "tools", opts)
+        self._recoverer.note_tools(tools)
+        if not self.transport.capabilities.http:
+            return tools
+        from ..protocol import headers as H
+
+        usable, annotations = [], {}
+        for tool in tools:
+            try:
+                ann = H.header_annotations(tool.inputSchema)
+            except H.InvalidHeaderAnnotation as exc:
+                log.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", tool.name, exc)
+                continue
+            if ann:
+                annotations[tool.name] = ann
+            usable.append(tool)
+        self.transport.use_tool_annotations(annotations)
+        return usable
+
+    async def list_resources(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
+                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                             timeout: float | None = None, cache: CacheMode = "use") -> list[t.Resource]:
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        return await self._walk(t.ListResourcesResult, "resources/list", "resources", opts)
+
+    async def list_resource_templates(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
+                                      on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                                      timeout: float | None = None, cache: CacheMode = "use") -> list[t.ResourceTemplate]:
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        return await self._walk(t.ListResourceTemplatesResult, "resources/templates/list", "resourceTemplates", opts)
+
+    async def list_prompts(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
+                           on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                           timeout: float | None = None, cache: CacheMode = "use") -> list[t.Prompt]:
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        return await self._walk(t.ListPromptsResult, "prompts/list", "prompts", opts)
+
+    @overload
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                        progress: ProgressCallback | None = None, log_level: str | None = None,
+                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                        timeout: float | None = None, cache: CacheMode = "use",
+                        task: Literal[False] = False) -> t.CallToolResult: ...
+
+    @overload
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                        progress: ProgressCallback | None = None, log_level: str | None = None,
+                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                        timeout: float | None = None, cache: CacheMode = "use",
+                        task: Literal[True]) -> TaskHandle: ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *,
+                        progress: ProgressCallback | None = None, log_level: str | None = None,
+                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                        timeout: float | None = None, cache: CacheMode = "use",
+                        task: bool = False) -> t.CallToolResult | TaskHandle:
+        """Call a tool. ``progress(progress, total, message)`` gets its progress,
+        ``on_log(params)`` its log messages at ``log_level`` and above.
+
+        ``task=True`` declares the tasks extension on this request and returns a
+        :class:`~mcpkit.client.TaskHandle` (``await handle.result()``), already complete when
+        the server answers at once. A call answered with a task otherwise (the client
+        declared the extension in ``capabilities``) is waited for, and its result returned.
+        """
+        from . import _tasks
+
+        client = cast("Client", self)  # TypedApi is only ever a base of Client
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        if task:
+            await self.start()
+            if self.era != "legacy":
+                params = _tasks.declaring(client, params)
+        raw = await self._request("tools/call", params, opts)
+        if raw.get("resultType") == "task":
+            handle = _tasks.TaskHandle(client, raw)
+            return handle if task else await handle.result()
+        try:
+            result = msgspec.convert(raw, t.CallToolResult)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(f"tools/call: malformed result: {exc}") from None
+        return _tasks.TaskHandle(client, result=result) if task else result
+
+    async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
+                            on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                            timeout: float | None = None, cache: CacheMode = "use") -> t.ReadResourceResult:
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        return await self._typed(t.ReadResourceResult, "resources/read", {"uri": uri}, opts)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None, *,
+                         progress: ProgressCallback | None = None, log_level: str | None = None,
+                         on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                         timeout: float | None = None, cache: CacheMode = "use") -> t.GetPromptResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        return await self._typed(t.GetPromptResult, "prompts/get", params, opts)
+
+    async def complete(self, ref: dict[str, Any], argument: str, value: str, context: dict[str, str] | None = None, *,
+                       progress: ProgressCallback | None = None, log_level: str | None = None,
+                       on_log: LogCallback | None = None, on_notification: OnNote | None = None,
+                       timeout: float | None = None, cache: CacheMode = "use") -> t.Completion:
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+        opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
+        return (await self._typed(t.CompleteResult, "completion/complete", params, opts)).completion
