@@ -13,6 +13,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from .._describe import describe_error
 from ..protocol import sse
 from ..transports import _asgi
 from ..transports._asgi import Receive, Scope, Send
@@ -151,8 +152,6 @@ class Inspector:
                 info = (report["discover"].get("_meta") or {}).get(M.SERVER_INFO) or {}
                 self.card = {**base, **report, "serverInfo": info, "connected": True}
             except Exception as exc:
-                from ..cli._target import describe_error
-
                 message = describe_error(exc, self.target.timeout)
                 output = self.target.server_output()
                 self.card = {**base, "connected": False, "error": message, "serverOutput": output}
@@ -192,8 +191,6 @@ class Inspector:
             self._record(entry)
             raise
         except Exception as exc:
-            from ..cli._target import describe_error
-
             entry["ms"] = round((time.perf_counter() - start) * 1000, 2)
             entry["error"] = describe_error(exc, self.target.timeout)
             self._record(entry)
@@ -342,8 +339,6 @@ async def _listen_impl(inspector: Inspector, client: Client, kwargs: dict[str, A
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        from ..cli._target import describe_error
-
         inspector.publish("listen-ended", {"reason": describe_error(exc)})
 
 
