@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from .._describe import describe_error as describe_error
+from .._probe import kill_process as kill_process
 from ..errors import CliError as CliError
 
 if TYPE_CHECKING:
@@ -240,16 +241,6 @@ class _GarbageLog(logging.Handler):
             logger.removeHandler(self)
             logger.propagate = True
             self._installed = False
-
-
-def kill_process(client: Client) -> None:
-    """Kill a stdio client's server process now (a polite close waits seconds for a stuck one)."""
-    proc = getattr(getattr(client.transport, "proc", None), "proc", None)
-    if proc is not None and proc.returncode is None:
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
 
 
 def require_http_extra() -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from .._describe import describe_error
+from .._probe import probe
 from ..protocol import sse
 from ..transports import _asgi
 from ..transports._asgi import Receive, Scope, Send
@@ -142,8 +143,6 @@ class Inspector:
             try:
                 self.client = self.target.client(elicitation=self.elicit, sampling=self.sample)
                 await self.client.start()
-                from ..cli._discover import probe
-
                 report = await self.timed("server/discover", None, lambda: probe(self.client_or_fail(), self.target,
                                                                                    lists=False))
                 report.pop("discoveredAt", None)
