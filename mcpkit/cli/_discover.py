@@ -8,31 +8,18 @@ bounds the whole probe, that second connection included.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import subprocess
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .._probe import SECTIONS as SECTIONS
+from .._probe import probe as probe
 from . import _session
 from ._list import first_line, tool_lines
 from ._safe import clean
-from ._target import Target, add_target_options, dump_json, kill_process
+from ._target import add_target_options, dump_json
 
 if TYPE_CHECKING:
     from ..client import Client
-
-#: Fields mcpkit fills in when it builds a DiscoverResult from a legacy initialize result:
-#: a legacy server never said them, so they are not shown as if it had.
-_INVENTED_FOR_LEGACY = ("ttlMs", "cacheScope", "resultType")
-
-SECTIONS = (
-    # (capability, client method, JSON key, card label, identifying field)
-    ("tools", "list_tools", "tools", "Tools", "name"),
-    ("resources", "list_resources", "resources", "Resources", "uri"),
-    ("resources", "list_resource_templates", "resourceTemplates", "Resource templates", "uriTemplate"),
-    ("prompts", "list_prompts", "prompts", "Prompts", "name"),
-)
-
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -65,85 +52,6 @@ def main(argv: list[str]) -> int:
         return 0
 
     return _session.run("mcpkit discover", target, body)
-
-
-async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[str, Any]:
-    """Everything about a started client's server: era, DiscoverResult, and its lists.
-    ``report["discoveredAt"]`` is the ``time.monotonic()`` when the card was in hand."""
-    import time
-
-    import msgspec
-
-    raw = dict(await client.discover_raw())
-    discovered_at = time.monotonic()
-    report: dict[str, Any] = {"era": client.era}
-    if client.era == "legacy":
-        for key in _INVENTED_FOR_LEGACY:
-            raw.pop(key, None)
-        report["legacyVersion"] = client.legacy_version
-    report["discover"] = raw
-    caps = raw.get("capabilities") or {}
-    if lists:
-        from ..errors import MCPError
-
-        for cap, method, key, _label, _ident in SECTIONS:
-            if cap in caps:
-                try:
-                    report[key] = [msgspec.to_builtins(x) for x in await getattr(client, method)()]
-                except MCPError as exc:  # a list the server fails to give is shown, not fatal
-                    report.setdefault("errors", {})[key] = f"error {exc.code}: {exc.message}"
-    if client.era == "modern" and await answers_initialize(target):
-        report["era"] = "dual"
-    report["discoveredAt"] = discovered_at
-    return report
-
-
-async def answers_initialize(target: Target) -> bool:
-    """Whether a modern server also speaks 2025-11-25 (a second, legacy-only connection)."""
-    from ..client import Client
-    from ..errors import MCPError, TransportError
-
-    # What is left of the whole probe's time (keeping a moment to report): a server whose
-    # legacy answer does not come in time is reported as modern, not as a failure.
-    timeout = target.time_left(5.0) - 0.25
-    if timeout <= 0.1:
-        return False
-    if target.url is not None:
-        probe = Client(target.url, mode="legacy", timeout=timeout, headers=target.headers or None,
-                       auth=target.auth())
-    else:
-        assert target.argv is not None
-        probe = Client(target.argv, mode="legacy", timeout=timeout, env=target.env or None, stderr=subprocess.DEVNULL)
-    start = asyncio.ensure_future(probe.start())
-    try:
-        done, _pending = await asyncio.wait({start}, timeout=timeout)
-        if not done:
-            kill_process(probe)  # before cancelling: a cancelled start() closes politely, which takes seconds
-            start.cancel()
-            await asyncio.gather(start, return_exceptions=True)
-            return False
-        start.result()
-        return probe.era == "legacy"
-    except (TimeoutError, MCPError, TransportError, OSError):
-        return False
-    finally:
-        await close_quickly(probe, target)
-
-
-
-async def close_quickly(client: Client, target: Target) -> None:
-    """Close ``client`` within the time left; a server process still running then is killed."""
-    try:
-        await asyncio.wait_for(client.close(), max(0.2, target.time_left(5.0)))
-    except Exception:
-        pass
-    proc = getattr(getattr(client.transport, "proc", None), "proc", None)
-    if proc is not None and proc.returncode is None:
-        try:
-            proc.kill()
-            await asyncio.wait_for(proc.wait(), 1.0)
-        except (ProcessLookupError, TimeoutError):
-            pass
 
 
 ERA_TEXT = {

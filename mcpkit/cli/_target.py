@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
+from .._describe import describe_error as describe_error
+from .._probe import kill_process as kill_process
 from ..errors import CliError as CliError
 
 if TYPE_CHECKING:
@@ -241,16 +243,6 @@ class _GarbageLog(logging.Handler):
             self._installed = False
 
 
-def kill_process(client: Client) -> None:
-    """Kill a stdio client's server process now (a polite close waits seconds for a stuck one)."""
-    proc = getattr(getattr(client.transport, "proc", None), "proc", None)
-    if proc is not None and proc.returncode is None:
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-
-
 def require_http_extra() -> None:
     try:
         import httpx  # noqa: F401
@@ -302,40 +294,6 @@ def _with_options(target: Target, ns: argparse.Namespace) -> Target:
 
 
 # ---------------------------------------------------------------- failures, worded
-def describe_error(exc: BaseException, timeout: float | None = None, *, credentials: bool = False) -> str:
-    """One line for a failure talking to a server (``credentials``: some were sent)."""
-    from ..errors import HttpStatusError, MCPError
-
-    if isinstance(exc, MCPError):
-        return f"the server answered with error {exc.code}: {exc.message}"
-    if isinstance(exc, HttpStatusError):
-        if exc.status == 401:
-            how = _www_authenticate(exc.headers)
-            if credentials:
-                return f"the server refused the credentials given (HTTP 401{how})"
-            return (f"the server requires authorization (HTTP 401{how}): "
-                    "pass --bearer TOKEN or --header 'Authorization: ...', or run mcpkit login URL")
-        if exc.status == 403:
-            return "the server refused these credentials (HTTP 403 Forbidden)"
-        return str(exc)
-    if isinstance(exc, TimeoutError):
-        return f"no answer within {timeout:g} s" if timeout is not None else "timed out"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
-def _www_authenticate(headers: Any) -> str:
-    try:
-        value = headers.get("www-authenticate") if headers is not None else None
-    except Exception:
-        value = None
-    if not value:
-        return ""
-    m = re.search(r'error_description="([^"]*)"', value) or re.search(r'realm="([^"]*)"', value)
-    return f", {m.group(1)}" if m else f", {value.split()[0]}"
-
-
 def failure(prog: str, target: Target, exc: BaseException) -> int:
     """Print the failure (and what a server process wrote), return the exit status."""
     from ._safe import clean

@@ -13,13 +13,15 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from .._describe import describe_error
+from .._probe import probe
+from ..protocol import sse
+from ..transports import _asgi
+from ..transports._asgi import Receive, Scope, Send
+
 if TYPE_CHECKING:
     from ..cli._target import Target
     from ..client import Client
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -30,6 +32,19 @@ STATIC_TYPES = {
 }
 MAX_BODY = 4 * 1024 * 1024
 HISTORY_LIMIT = 500
+#: Seconds between keep-alive comments on an idle event stream.
+KEEPALIVE_SECONDS = 15.0
+#: The headers every whole response carries after its type and length: not cached, not
+#: sniffed, not framed, no referrer, and a page that runs only its own files.
+_GUARDED: list[_asgi.Header] = [
+    (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self' data:; "
+                                 b"style-src 'self'; script-src 'self'; frame-ancestors 'none'"),
+]
+#: The event stream's headers: those of :data:`mcpkit.protocol.sse.HEADERS`, but never stored.
+_EVENT_STREAM: list[_asgi.Header] = [(k, b"no-store" if k == b"cache-control" else v) for k, v in sse.HEADERS]
+_CONNECTED = sse.comment("connected")
 #: The method a question from the server stands for, in the history.
 ASKED = {"elicitation": "elicitation/create", "sampling": "sampling/createMessage"}
 
@@ -128,8 +143,6 @@ class Inspector:
             try:
                 self.client = self.target.client(elicitation=self.elicit, sampling=self.sample)
                 await self.client.start()
-                from ..cli._discover import probe
-
                 report = await self.timed("server/discover", None, lambda: probe(self.client_or_fail(), self.target,
                                                                                    lists=False))
                 report.pop("discoveredAt", None)
@@ -138,8 +151,6 @@ class Inspector:
                 info = (report["discover"].get("_meta") or {}).get(M.SERVER_INFO) or {}
                 self.card = {**base, **report, "serverInfo": info, "connected": True}
             except Exception as exc:
-                from ..cli._target import describe_error
-
                 message = describe_error(exc, self.target.timeout)
                 output = self.target.server_output()
                 self.card = {**base, "connected": False, "error": message, "serverOutput": output}
@@ -179,8 +190,6 @@ class Inspector:
             self._record(entry)
             raise
         except Exception as exc:
-            from ..cli._target import describe_error
-
             entry["ms"] = round((time.perf_counter() - start) * 1000, 2)
             entry["error"] = describe_error(exc, self.target.timeout)
             self._record(entry)
@@ -329,8 +338,6 @@ async def _listen_impl(inspector: Inspector, client: Client, kwargs: dict[str, A
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        from ..cli._target import describe_error
-
         inspector.publish("listen-ended", {"reason": describe_error(exc)})
 
 
@@ -375,13 +382,8 @@ class InspectorApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await _asgi.lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -431,8 +433,7 @@ class InspectorApp:
         suffix = name[name.rfind("."):]
         if name == "index.html":
             data = data.replace(b"__TOKEN__", self.token.encode())
-        await _send(send, 200, data, STATIC_TYPES.get(suffix, "application/octet-stream"))
-
+        await _asgi.respond(send, 200, data, STATIC_TYPES.get(suffix, "application/octet-stream").encode(), _GUARDED)
 
     async def _redeem(self, send: Send, code: str) -> None:
         """``/?code=C`` (the page the browser was opened with): once, a redirect to the page
@@ -441,47 +442,38 @@ class InspectorApp:
             await _send_json(send, 403, {"error": "this one-time link was used already or has expired: "
                                                   "open the URL mcpkit inspect printed"})
             return
-        await send({"type": "http.response.start", "status": 303, "headers": [
-            (b"location", f"/?token={self.token}".encode()), (b"content-length", b"0"),
-            (b"cache-control", b"no-store"), (b"referrer-policy", b"no-referrer")]})
-        await send({"type": "http.response.body", "body": b""})
+        await _asgi.respond(send, 303, b"", None, [(b"location", f"/?token={self.token}".encode()),
+                                                    (b"cache-control", b"no-store"), (b"referrer-policy", b"no-referrer")])
 
     async def _events(self, receive: Receive, send: Send) -> None:
         """Server-sent events: ``progress``, ``input``, ``input-done``, ``notification``,
         ``listen-ended``; each ``data:`` is one JSON object. Ends at shutdown or disconnect."""
         queue = self.inspector.subscribe()
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
-            (b"x-accel-buffering", b"no")]})
-
-        async def disconnected() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-
-        gone = asyncio.ensure_future(disconnected())
+        await _asgi.start_stream(send, _EVENT_STREAM)
+        gone = asyncio.ensure_future(_asgi.watch_disconnect(receive, lambda: None))  # done: disconnected
         closing = asyncio.ensure_future(self.inspector.closing.wait())
+        pings: asyncio.Future[None] | None = None
         try:
-            await send({"type": "http.response.body", "body": b": connected\n\n", "more_body": True})
+            await _asgi.send_comment(send, _CONNECTED)
+            pings = asyncio.ensure_future(_asgi.keep_alive(send, KEEPALIVE_SECONDS, wait_first=True))
             while True:
                 get = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait({get, gone, closing}, timeout=15.0, return_when=asyncio.FIRST_COMPLETED)
-                if get in done:
-                    event, data = get.result()
-                    chunk = f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
-                    await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
-                    continue
-                get.cancel()
-                if gone in done or closing in done:
+                done, _ = await asyncio.wait({get, gone, closing}, return_when=asyncio.FIRST_COMPLETED)
+                if get not in done:
+                    get.cancel()
                     break
-                await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+                event, data = get.result()
+                await _asgi.send_named_event(send, event.encode(), _json(data))
+            pings.cancel()
             if not gone.done():
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await _asgi.end_stream(send)
         except OSError:
             pass
         finally:
             self.inspector.unsubscribe(queue)
-            gone.cancel()
-            closing.cancel()
+            for task in (pings, gone, closing):
+                if task is not None:
+                    task.cancel()
 
 
 def _static(name: str) -> bytes | None:
@@ -510,16 +502,9 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, default=str).encode()
+
+
 async def _send_json(send: Send, status: int, value: Any) -> None:
-    await _send(send, status, json.dumps(value, ensure_ascii=False, default=str).encode(), "application/json")
-
-
-async def _send(send: Send, status: int, data: bytes, content_type: str) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode()),
-        (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-        (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; media-src 'self' data:; "
-                                     b"style-src 'self'; script-src 'self'; frame-ancestors 'none'"),
-    ]})
-    await send({"type": "http.response.body", "body": data})
+    await _asgi.respond(send, status, _json(value), b"application/json", _GUARDED)

@@ -53,6 +53,15 @@ async def respond_empty(send: Send, status: int = 202) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
+async def respond(send: Send, status: int, body: bytes, content_type: bytes | None = None,
+                  headers: Iterable[Header] = ()) -> None:
+    """Any whole response: its content type (if any), its length, then ``headers``."""
+    start = [(b"content-type", content_type)] if content_type is not None else []
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*start, (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
 async def respond_plain(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [_PLAIN, (b"content-length", str(len(body)).encode())]})
@@ -60,14 +69,19 @@ async def respond_plain(send: Send, status: int, body: bytes) -> None:
 
 
 # ---------------------------------------------------------------------- event streams
-async def start_stream(send: Send) -> None:
-    """Start a ``text/event-stream`` response (status 200)."""
-    await send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+async def start_stream(send: Send, headers: list[Header] = sse.HEADERS) -> None:
+    """Start a ``text/event-stream`` response (status 200; ``headers``: :data:`sse.HEADERS`)."""
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
 
 
 async def send_event(send: Send, data: bytes) -> None:
     """One JSON-RPC message on an open stream."""
     await send({"type": "http.response.body", "body": sse.frame(data), "more_body": True})
+
+
+async def send_named_event(send: Send, event: bytes, data: bytes) -> None:
+    """One ``event: <event>`` frame carrying ``data`` (single-line) on an open stream."""
+    await send({"type": "http.response.body", "body": sse.frame(data, event=event), "more_body": True})
 
 
 async def send_comment(send: Send, comment: bytes = sse.KEEPALIVE) -> None:
