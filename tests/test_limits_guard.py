@@ -65,7 +65,7 @@ def test_an_unknown_major_falls_back_to_plain_uvicorn(monkeypatch: pytest.Monkey
 FALLBACK_SERVER = """
 import sys, uvicorn
 uvicorn.__version__ = "1.0.0"
-from mcpkit._workers import load_server
+from mcpkit.server._loader import load_server
 from mcpkit.transports.http import run_http_server
 run_http_server(load_server(sys.argv[1]), host="127.0.0.1", port=int(sys.argv[2]))
 """
