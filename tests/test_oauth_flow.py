@@ -24,6 +24,7 @@ from mcpkit import Client, Server
 from mcpkit.auth import FileTokenStorage, InMemoryTokenStorage, OAuth, OAuthError, follow_redirects
 from mcpkit.auth._challenge import parse_www_authenticate
 from mcpkit.auth._discovery import as_metadata_urls, prm_urls, resource_covers
+from tests.helpers.aio import read_body
 
 BASE = "http://localhost"
 MCP_URL = f"{BASE}/mcp"
@@ -44,15 +45,6 @@ def demo_server() -> Server:
         return a + b
 
     return server
-
-
-async def _body(receive: Any) -> bytes:
-    body = b""
-    while True:
-        event = await receive()
-        body += event.get("body", b"")
-        if not event.get("more_body"):
-            return body
 
 
 async def _send(send: Any, status: int, body: bytes | dict[str, Any] | str, headers: list[tuple[bytes, bytes]] | None = None,
@@ -116,7 +108,7 @@ class Mock:
                 challenge = f'Bearer error="insufficient_scope", scope="{self.required_scope}"'
                 return await _send(send, 403, {"error": "insufficient_scope"}, [(b"www-authenticate", challenge.encode())])
             return await self.mcp_app(scope, receive, send)
-        raw = await _body(receive)
+        raw = await read_body(receive)
         form = {k: v[0] for k, v in parse_qs(raw.decode()).items()} if method == "POST" and raw[:1] != b"{" else {}
         if raw[:1] == b"{":
             form = {k: json.dumps(v) if not isinstance(v, str) else v for k, v in json.loads(raw).items()}
@@ -474,7 +466,7 @@ def test_forgotten_registration_is_dropped_on_invalid_client(caplog: pytest.LogC
 
     async def invalid_client(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == "/as/token":
-            await _body(receive)
+            await read_body(receive)
             return await _send(send, 401, {"error": "invalid_client"})
         await mock(scope, receive, send)
 

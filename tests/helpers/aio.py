@@ -22,3 +22,13 @@ async def until(cond: Callable[[], Any], what: str, timeout: float = 10.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+async def read_body(receive: Any) -> bytes:
+    """An ASGI request's whole body (for the small ASGI apps the tests stand up)."""
+    body = b""
+    while True:
+        event = await receive()
+        body += event.get("body", b"")
+        if not event.get("more_body"):
+            return body

@@ -27,7 +27,7 @@ from mcpkit import Client, Server
 from mcpkit.auth import FileTokenStorage, LoopbackRedirect, OAuth, OAuthError, follow_redirects
 from mcpkit.auth import _urls as U
 from mcpkit.auth._urlguard import check_url
-from tests.helpers.aio import run, until
+from tests.helpers.aio import read_body, run, until
 from tests.helpers.cli import mcpkit
 from tests.helpers.oidc import ThreadedServer
 from tests.helpers.servers import free_port
@@ -44,15 +44,6 @@ def demo() -> Server:
         return a + b
 
     return server
-
-
-async def _body(receive: Any) -> bytes:
-    body = b""
-    while True:
-        event = await receive()
-        body += event.get("body", b"")
-        if not event.get("more_body"):
-            return body
 
 
 async def _send(send: Any, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -101,7 +92,7 @@ class Stack:
             self.log.append((path, {}))
             challenge = f'Bearer resource_metadata="{self.resource_metadata}"' if self.resource_metadata else "Bearer"
             return await _send(send, 401, {"error": "invalid_token"}, [(b"www-authenticate", challenge.encode())])
-        raw = await _body(receive)
+        raw = await read_body(receive)
         form = {k: v[0] for k, v in parse_qs(raw.decode(errors="replace")).items()}
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
         self.log.append((path, {**query, **form, **({"authorization": headers["authorization"]}
