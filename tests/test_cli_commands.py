@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import AUTH_SERVER, everything_argv, mcpkit, served
+from tests.helpers.cli import AUTH_SERVER, drain_pty, everything_argv, mcpkit, served
 from tests.helpers.paths import DEMO, MISBEHAVING, TASKS_SERVER, TEST_SERVER
 
 STDIO = ("--", sys.executable, str(DEMO))
@@ -331,14 +331,7 @@ def _on_a_terminal(argv: list[str], answers: list[tuple[str, str]], timeout: flo
             time.sleep(delay)
             os.write(master, reply.encode() + b"\n")
         out, _ = proc.communicate(timeout=timeout)
-        while select.select([master], [], [], 0.1)[0]:  # what it wrote after the last answer
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk.decode(errors="replace")
+        seen += drain_pty(master).decode(errors="replace")  # what it wrote after the last answer
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -34,6 +35,20 @@ WITHOUT_HTTP_EXTRA = ("import sys\n"
                       "sys.modules['uvicorn'] = None\n"
                       "from mcpkit.cli import main\n"
                       "sys.exit(main(sys.argv[1:]))\n")
+
+
+def drain_pty(master: int) -> bytes:
+    """What a pseudo-terminal still holds: read until nothing comes for 0.1 s, or it is closed."""
+    seen = b""
+    while select.select([master], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
 
 
 def everything_argv() -> list[str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import drain_pty
 from tests.helpers.paths import ROOT, SERVERS, subprocess_env
 
 HOSTILE = SERVERS / "hostile_text.py"
@@ -185,14 +186,7 @@ def _on_a_terminal(argv: list[str], answers: list[tuple[str, str]], timeout: flo
                     break
             if pending and pending[0][0].encode() in seen.rsplit(b"\n", 1)[-1]:
                 os.write(master, pending.pop(0)[1].encode() + b"\n")
-        while select.select([master], [], [], 0.1)[0]:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
+        seen += drain_pty(master)
         out = proc.stdout.read() if proc.stdout else b""
         proc.wait(timeout)
     finally:
