@@ -38,7 +38,32 @@ MIB = 1024 * 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 MARKER = "@@bench-import-marker@@"
 
-SIDES = ("mcpkit", "official")
+#: The sides of this run, in measuring order. ``mcpkit`` is this checkout; ``baseline`` (only with
+#: ``run.py --baseline REV``) is mcpkit at another commit, measured in the same interleaved rounds.
+SIDES: list[str] = ["mcpkit", "official"]
+BASELINE_DIR = BENCH / ".baseline"
+
+
+def add_baseline_side() -> None:
+    if "baseline" not in SIDES:
+        SIDES.insert(1, "baseline")
+
+
+def baseline_tree(rev: str) -> tuple[Path, str]:
+    """A clean copy of the checkout at ``rev`` (``git archive``), reused between runs: (its root, short sha)."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", f"{rev}^{{commit}}"],
+                         capture_output=True, text=True)
+    if sha.returncode != 0:
+        raise SystemExit(f"--baseline: {rev!r} is not a commit of this checkout")
+    short = sha.stdout.strip()
+    root = BASELINE_DIR / short
+    if not (root / "mcpkit" / "__init__.py").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.Popen(["git", "-C", str(REPO), "archive", short], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(root)], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise SystemExit(f"--baseline: git archive {short} failed")
+    return root, short
 
 
 def discover_line(req_id: int = 1) -> bytes:
@@ -62,20 +87,21 @@ def echo_line(req_id: int, text: str = ECHO_TEXT) -> bytes:
 class Side:
     """One library under test: its interpreter, environment and server script."""
 
-    def __init__(self, name: str, python: str, env: dict[str, str], imports: tuple[str, str], build_code: str):
+    def __init__(self, name: str, python: str, env: dict[str, str], imports: tuple[str, str], build_code: str,
+                 script: str | None = None):
         self.name = name
         self.python = python
         self.env = env
         # (package import, server-entry import) for -X importtime
         self.imports = imports
         self.build_code = build_code
-        self.script = str(SERVERS / f"echo_{name}.py")
+        self.script = script or str(SERVERS / f"echo_{name}.py")
 
     def server_argv(self, *args: str) -> list[str]:
         return [self.python, self.script, *args]
 
 
-def make_sides(official_python: str) -> dict[str, Side]:
+def make_sides(official_python: str, baseline: Path | None = None) -> dict[str, Side]:
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     mk_env = dict(base)
     # mcpkit runs from the repo checkout: make it importable without installing.
@@ -104,7 +130,14 @@ def make_sides(official_python: str) -> dict[str, Side]:
         "    '''Echo the text back.'''\n"
         "    return text\n",
     )
-    return {"mcpkit": mcpkit, "official": official}
+    sides = {"mcpkit": mcpkit, "official": official}
+    if baseline is not None:
+        # The same workload on mcpkit at another commit: its own package and its own echo server.
+        b_env = dict(base)
+        b_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(baseline), os.environ.get("PYTHONPATH", "")) if p)
+        sides["baseline"] = Side("baseline", sys.executable, b_env, mcpkit.imports, mcpkit.build_code,
+                                 script=str(baseline / "bench" / "servers" / "echo_mcpkit.py"))
+    return sides
 
 
 # --------------------------------------------------------------------------- helpers

@@ -50,7 +50,7 @@ def wl_import(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, w
     it_code = f"import sys; sys.stderr.write('{MARKER}\\n'); sys.stderr.flush(); {{stmt}}"
     samples = {s: {"bare": [], "asyncio": [], "wiretypes": [], "wall": [], "inproc": [], "importtime_pkg": [], "importtime_entry": []} for s in res.active}
     # Each library's wire-type dependency alone: the floor of its import cost.
-    wire_lib = {"mcpkit": "import msgspec", "official": "import pydantic"}
+    wire_lib = {"mcpkit": "import msgspec", "baseline": "import msgspec", "official": "import pydantic"}
     ok = {}
     for name in res.active:  # warm-up: byte-compile and fill the page cache
         side = sides[name]

@@ -35,6 +35,14 @@ def ratio_cells(row) -> tuple[str, str]:
     return r, (f"{adv:.3g}×" if adv is not None else "")
 
 
+def baseline_cell(row) -> str:
+    """mcpkit (this checkout) against the baseline commit, as an advantage (>1 = this checkout better)."""
+    a, b = row["mcpkit"], row.get("baseline")
+    if a is None or b is None or row["unit"] == "count" or not a or not b:
+        return ""
+    return f"{(a / b if row['better'] == 'higher' else b / a):.3g}×"
+
+
 def budgets(res: Results, c16: int, c64: int) -> list[tuple[str, str, str]]:
     http_c16, http_c64 = f"HTTP echo tools/call c={c16}", f"HTTP echo tools/call c={c64}"
     out = []
@@ -76,14 +84,24 @@ def render(res: Results, info: dict, params: dict, budget_rows) -> str:
         "- parameters: " + ", ".join(f"{k}={v}" for k, v in params.items()),
         "- ratio = mcpkit ÷ official; advantage = how many times better mcpkit is (>1 = mcpkit better)",
         "",
-        "| workload | metric | unit | mcpkit | official | ratio | advantage |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
+    base = info.get("baseline_commit")
+    if base:
+        lines[-1:-1] = [f"- baseline = mcpkit at {base}, measured in the same interleaved rounds; "
+                        "vs baseline = how many times better this checkout is than the baseline (>1 = better)"]
+        lines += ["| workload | metric | unit | mcpkit | baseline | official | ratio | advantage | vs baseline |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    else:
+        lines += ["| workload | metric | unit | mcpkit | official | ratio | advantage |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     for row in res.rows:
         r, adv = ratio_cells(row)
+        unit = row["unit"]
+        mid = f"{fmt(row.get('baseline'), unit)} | " if base else ""
+        tail = f" {baseline_cell(row)} |" if base else ""
         lines.append(
-            f"| {row['workload']} | {row['metric']} | {row['unit']} | {fmt(row['mcpkit'], row['unit'])} | "
-            f"{fmt(row['official'], row['unit'])} | {r} | {adv} |"
+            f"| {row['workload']} | {row['metric']} | {unit} | {fmt(row['mcpkit'], unit)} | {mid}"
+            f"{fmt(row['official'], unit)} | {r} | {adv} |{tail}"
         )
     lines += ["", "### Budgets (mcpkit)", "", "| budget | measured | verdict |", "| --- | --- | --- |"]
     for label, shown, verdict in budget_rows:

@@ -11,7 +11,7 @@ from _common import SIDES, Results
 
 def round_order(r: int) -> tuple[str, ...]:
     """Alternate who goes first each round."""
-    return SIDES if r % 2 == 0 else SIDES[::-1]
+    return tuple(SIDES) if r % 2 == 0 else tuple(SIDES[::-1])
 
 
 def interleaved(rounds: int, alive: Callable[[str], object],

@@ -23,7 +23,7 @@ import argparse
 import sys
 import time
 
-from _common import SIDES, Pinning, Results, ensure_official_venv, machine_info, make_sides
+from _common import SIDES, Pinning, Results, add_baseline_side, baseline_tree, ensure_official_venv, machine_info, make_sides
 from _http import ensure_wrk, wl_http
 from _imports import wl_import
 from _report import budgets, render, update_readme, write_results
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-install", action="store_true", help="fail instead of creating bench/.venv-official")
     ap.add_argument("--official-python", help="use this interpreter (with mcp==2.3.0) instead of bench/.venv-official")
     ap.add_argument("--out", help="output basename under bench/results (default latest, or smoke with --smoke)")
+    ap.add_argument("--baseline", metavar="REV", help="also measure mcpkit at commit REV in the same interleaved rounds "
+                    "(a before/after comparison that one noisy machine cannot skew); adds a 'vs baseline' column")
     ap.add_argument("--update-readme", action="store_true", help="also put the table into bench/README.md")
     args = ap.parse_args(argv)
 
@@ -60,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [s.strip() for s in args.sides.split(",") if s.strip()]
     if set(chosen) - set(SIDES) or not chosen:
         ap.error("--sides takes mcpkit and/or official")
+    baseline_root = None
+    if args.baseline:
+        baseline_root, baseline_sha = baseline_tree(args.baseline)
+        add_baseline_side()
+        chosen.insert(1, "baseline")
 
     conc = [int(c) for c in args.concurrency.split(",")]
     modes = ["echo", "discover"]
@@ -72,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     out_name = args.out or ("smoke" if args.smoke else "latest")
 
     official_python = args.official_python or (ensure_official_venv(args.no_install) if "official" in chosen else sys.executable)
-    sides = make_sides(official_python)
+    sides = make_sides(official_python, baseline_root)
     if "http" in workloads:
         ensure_wrk()
     info = machine_info(sides)
+    if baseline_root is not None:
+        info["baseline_commit"] = baseline_sha
     print(f"machine: {info['nproc']} CPUs, {info['cpu']}, python {info['python']}", flush=True)
 
     pin = Pinning(not args.no_pin)
