@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from .._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
-    from ..server import Context, Server
-    from ..server._primitives import ToolDef
+    from ..server import Context, Server, ToolDef
     from .tasks import Tasks as Tasks
 
 __all__ = ["Extension", "Tasks"]

@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET
 
-from ..protocol import errors
+from ..protocol import errors, versions
 from ..protocol import types as t
 from ..protocol.tasks import (
     CAPABILITY,
@@ -327,6 +327,8 @@ class Tasks(Extension[TaskContext]):
 
     # ------------------------------------------------------------------ tasks/*
     async def lookup(self, ctx: Context, task_id: str) -> TaskRecord:
+        if not versions.is_modern(ctx.protocol_version):
+            raise errors.method_not_found(ctx.method)  # a 2026-07-28 extension: no such method in a legacy session
         if not declared(ctx):
             raise missing_extension()
         now = time.time()

@@ -129,6 +129,7 @@ class Server(Registrations):
         #: Where legacy HTTP sessions live when several workers share them (None: this process).
         self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
+        self._extra_methods_view = MappingProxyType(self._extra_methods)
         self._extensions: dict[str, dict[str, Any]] = {}
         #: Extension objects installed with use(), by id (read: ``extensions``, ``get_extension``).
         self._installed: dict[str, Extension[Any]] = {}
@@ -186,6 +187,11 @@ class Server(Registrations):
         """
         self._extra_methods[method] = (params_type, capability)
         self._methods.set(method, handler)
+
+    @property
+    def extension_methods(self) -> Mapping[str, tuple[type, str | None]]:
+        """The methods added with :meth:`add_method`: method -> (params type, gating capability)."""
+        return self._extra_methods_view
 
     def wrap_method(self, method: str, wrapper: Wrapper) -> None:
         """Wrap one method: ``await wrapper(ctx, params, call_next)`` answers it instead, and
