@@ -11,7 +11,7 @@ Python SDK's everything-server so results compare one to one.
 Questions to the client (elicitation, sampling, roots) use ctx.elicit()/ctx.sample()/
 ctx.list_roots()/ctx.ask(): on the 2026-07-28 wire they answer ``input_required`` (MRTR).
 The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663; the unscored ``tasks-*``
-scenarios) is enabled, with its fixtures ``greet``, ``slow_compute``, ``failing_job``,
+scenarios) is installed (``server.use(Tasks())``), with its fixtures ``greet``, ``slow_compute``, ``failing_job``,
 ``protocol_error_job``, ``confirm_delete``, ``multi_input`` and ``test_tool_with_task``.
 Not included: SSE stream closing for ``test_reconnection`` (2025-11-25 server-sse-polling;
 mcpkit has no API to close a response stream mid-call).
@@ -28,6 +28,7 @@ import sys
 from typing import Annotated, Any
 
 from mcpkit import Context, Header, MCPError, Server, ToolError, audio, embedded, image, text, types, user
+from mcpkit.extensions.tasks import Tasks
 
 log = logging.getLogger("everything_server")
 
@@ -39,7 +40,8 @@ TEST_AUDIO = base64.b64decode(TEST_AUDIO_BASE64)
 
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 
-server = Server("mcp-conformance-test-server", "0.1.0", tasks=True)
+server = Server("mcp-conformance-test-server", "0.1.0")
+server.use(Tasks())
 
 
 # =========================================================================== helpers
@@ -397,6 +399,8 @@ async def test_input_required_result_capabilities(ctx: Context) -> str:
 # The fixtures of the tasks-* scenarios (SEP-2663). "optional" tools run as tasks for clients
 # that declare io.modelcontextprotocol/tasks and synchronously for the others; "required"
 # ones refuse the others with -32021.
+AS_TASK = {Tasks.id: {"support": "optional"}}
+TASK_REQUIRED = {Tasks.id: {"support": "required"}}
 CONFIRM_DELETE_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
 
 
@@ -406,28 +410,28 @@ def greet(name: str) -> str:
     return f"Hello, {name}!"
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def slow_compute(seconds: float = 1.0, label: str = "") -> str:
     """Sleeps for `seconds` seconds, then reports the computation done (runs as a task when the client supports tasks)"""
     await asyncio.sleep(max(0.0, seconds))
     return f"Computed {label or 'result'} in {seconds:g}s"
 
 
-@server.tool(task="required")
+@server.tool(extensions=TASK_REQUIRED)
 async def failing_job() -> str:
     """A job that always fails with a tool execution error after about a second (task required)"""
     await asyncio.sleep(1.0)
     raise ToolError("failing_job failed: simulated tool execution error")
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def protocol_error_job() -> str:
     """A job that fails with a JSON-RPC (protocol-level) error"""
     await asyncio.sleep(0.2)
     raise MCPError(-32603, "protocol_error_job: simulated internal error")
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def confirm_delete(ctx: Context, filename: str) -> str:
     """Asks the user to confirm deleting `filename` (elicitation), then reports the outcome"""
     answer = await ctx.elicit(f"Really delete {filename}?", CONFIRM_DELETE_SCHEMA, key="confirm_delete")
@@ -436,7 +440,7 @@ async def confirm_delete(ctx: Context, filename: str) -> str:
     return f"Kept {filename} ({answer.action})"
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def multi_input(ctx: Context) -> str:
     """Asks two questions at once (a name and a confirmation), then reports both answers"""
     answers = await ctx.ask({
@@ -446,11 +450,11 @@ async def multi_input(ctx: Context) -> str:
     return f"name={_field(answers['name'], 'name')} confirm={_field(answers['confirm'], 'confirm')}"
 
 
-@server.tool(task="required", task_start="explicit")
+@server.tool(extensions={Tasks.id: {"support": "required", "start": "explicit"}})
 async def test_tool_with_task(ctx: Context) -> str:
     """Asks for the user's name synchronously (MRTR), then continues as a task and greets them"""
     answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
-    await ctx.start_task()
+    await ctx.extension(Tasks).start()
     await asyncio.sleep(0.2)
     return f"Hello, {_field(answer, 'name') or 'stranger'}!"
 

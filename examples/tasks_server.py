@@ -13,12 +13,17 @@ from __future__ import annotations
 import asyncio
 
 from mcpkit import Context, Server
+from mcpkit.extensions.tasks import Tasks
 
-server = Server("mcpkit-tasks-example", "1.0.0", tasks=True,
+server = Server("mcpkit-tasks-example", "1.0.0",
                 instructions="render and write_caption run as tasks for clients that declare the extension.")
+server.use(Tasks())
+
+#: A task when the client declares the extension, a plain call otherwise.
+AS_TASK = {Tasks.id: {"support": "optional"}}
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def render(ctx: Context, scene: str, frames: int = 3) -> str:
     """Render a scene, frame by frame (a task when the client asks for one)."""
     for frame in range(1, frames + 1):
@@ -27,7 +32,7 @@ async def render(ctx: Context, scene: str, frames: int = 3) -> str:
     return f"rendered {scene!r} in {frames} frames"
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def write_caption(ctx: Context, scene: str) -> str:
     """Ask the user for a tone, then ask the client's model for a caption in that tone."""
     answer = await ctx.elicit("Which tone should the caption have?", {

@@ -6,6 +6,7 @@
   ``mcpkit.server`` (it depends on the protocols in ``transports/_interface.py``).
 - ``mcpkit.client`` never imports the package root, nor ``mcpkit.server`` outside
   ``TYPE_CHECKING`` (except the in-memory transport, whose job is to call a Server).
+- ``mcpkit.extensions`` imports no private module of another package (public hooks only).
 - No module in ``mcpkit`` is over 600 lines, except those on a shrinking allow-list.
 """
 
@@ -112,7 +113,19 @@ def test_client_imports_neither_the_root_nor_the_server() -> None:
     assert not bad, bad
 
 
-@pytest.mark.parametrize("sub", ["protocol", "server", "transports", "client"])
+def test_extensions_use_only_public_names() -> None:
+    # An extension is built on the public hooks: no private module of another package, even for typing.
+    bad = []
+    for path in _files("extensions"):
+        for mod, _typing, line in _imports(path):
+            parts = mod.split(".")
+            if parts[0] == "mcpkit" and not _under(mod, "mcpkit.extensions") and mod != "mcpkit._lazy" \
+                    and any(p.startswith("_") for p in parts[1:]):
+                bad.append(f"{path.name}:{line} imports {mod}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("sub", ["protocol", "server", "transports", "client", "extensions"])
 def test_checker_sees_imports(sub: str) -> None:
     # Guard against a checker that silently sees nothing.
     assert any(_imports(p) for p in _files(sub))

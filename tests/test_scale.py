@@ -95,7 +95,7 @@ def test_listen_streams_on_both_workers_get_every_update(demo_workers: str) -> N
 
 
 def test_python_form_on_two_uvicorn_processes(redis: RedisServer) -> None:
-    """``Server(bus=redis.bus, task_store=..., session_store=...)`` served by plain uvicorn,
+    """``Server(bus=redis.bus, session_store=...)`` + ``use(Tasks(store=...))`` on plain uvicorn,
     two processes (two machines): a listen on one hears a change made on the other, and a
     task created on one is seen and cancelled through the other."""
     def uvicorn(port: int) -> list[str]:
@@ -165,7 +165,7 @@ def _listeners_of(port: int) -> set[int]:
 
 def test_backends_load_only_when_used_and_nothing_below_imports_them() -> None:
     code = ("import sys, mcpkit, mcpkit.server, mcpkit.transports.http, mcpkit._workers; "
-            "from mcpkit import Server; Server('x', tasks=True); "
+            "from mcpkit import Server; from mcpkit.extensions.tasks import Tasks; Server('x').use(Tasks()); "
             "bad = [m for m in sys.modules if m == 'redis' or m.startswith(('redis.', 'mcpkit.backends'))]; "
             "assert not bad, bad")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env(), check=False)

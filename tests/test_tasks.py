@@ -2,9 +2,9 @@
 Streamable HTTP against real server processes (``python -m mcpkit serve [--http]
 tests/servers/tasks_server.py[:FACTORY]``), plus in-process checks of the API.
 
-What the server does, as documented in mcpkit/server/_tasks.py:
+What the server does, as documented in mcpkit/extensions/tasks.py:
 
-- tools registered with ``task="optional"|"required"`` answer ``tools/call`` with a flat
+- tools registered with ``extensions={Tasks.id: {"support": ...}}`` answer ``tools/call`` with a flat
   ``CreateTaskResult`` (``resultType: "task"``) when the request declared the extension in
   its own ``clientCapabilities.extensions``; ``tasks/get`` resolves the task at once;
 - ``tasks/get`` answers a DetailedTask (``resultType: "complete"``): ``inputRequests`` while
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Server
-from mcpkit.server import InMemoryTaskStore, TaskRecord, TaskStore
+from mcpkit.extensions.tasks import InMemoryTaskStore, TaskRecord, Tasks, TaskStore
 from tests.helpers.paths import TASKS_SERVER, serve_argv
 from tests.helpers.wire import StdioPeer, StdioWire, Wire
 from tests.helpers.wire import open_wire as _open_wire
@@ -401,22 +401,34 @@ def test_legacy_session_gets_no_task() -> None:
 
 
 # ====================================================================== in-process API
+def with_tasks(**kw: Any) -> Server:
+    server = Server("t")
+    server.use(Tasks(**kw))
+    return server
+
+
 def test_api_validation() -> None:
     plain = Server("p")
     with pytest.raises(ValueError, match="enable it first"):
-        plain.tool(task="optional")(lambda: "x")
-    with pytest.raises(ValueError, match="task must be one of"):
-        Server("t", tasks=True).tool(task="sometimes")(lambda: "x")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="task must be one of"):
-        Server("t", tasks=True).tool(task="optional", task_start="later")(lambda: "x")  # type: ignore[arg-type]
+        plain.tool(extensions={EXT: {"support": "optional"}})(lambda: "x")
+    for bad in ({"support": "sometimes"}, {"support": "optional", "start": "later"}, {}, {"support": "optional", "x": 1},
+                "optional", None):
+        with pytest.raises(ValueError, match="options"):
+            with_tasks().tool(extensions={EXT: bad})(lambda: "x")
     with pytest.raises(ValueError, match="ttl_ms"):
-        Server("t").enable_tasks(ttl_ms=0)
-    s = Server("t", tasks=True)
-    with pytest.raises(RuntimeError, match="already enabled"):
-        s.enable_tasks()
-    assert s.tasks is not None and s.capabilities.extensions == {EXT: {}}
-    with pytest.raises(TypeError):
-        Server("t", tasks="yes")  # type: ignore[arg-type]
+        Tasks(ttl_ms=0)
+    with pytest.raises(ValueError, match="poll_interval_ms"):
+        Tasks(poll_interval_ms=-1)
+    with pytest.raises(TypeError, match="TaskStore"):
+        Tasks("redis")  # type: ignore[arg-type]
+    s = with_tasks()
+    with pytest.raises(RuntimeError, match="already installed"):
+        s.use(Tasks())
+    tasks = s.get_extension(Tasks)
+    assert tasks is not None and s.extensions == {EXT: tasks} and s.capabilities.extensions == {EXT: {}}
+    assert tasks.server is s
+    with pytest.raises(RuntimeError, match="not installed"):
+        _ = Tasks().server
 
 
 def test_custom_store_and_purge_in_process() -> None:
@@ -429,8 +441,9 @@ def test_custom_store_and_purge_in_process() -> None:
 
     store = CountingStore()
     assert isinstance(store, TaskStore)
-    server = Server("t", tasks=store)
-    assert server.tasks is not None and server.tasks.store is store
+    server = with_tasks(store=store)
+    tasks = server.get_extension(Tasks)
+    assert tasks is not None and tasks.store is store
 
     async def run() -> None:
         now = time.time()

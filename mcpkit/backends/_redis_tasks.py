@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from redis.exceptions import RedisError
 
+from ..extensions.tasks import TaskRecord, TaskStore
 from ..protocol import errors
 from ..protocol.tasks import TERMINAL
-from ..server._tasks import TaskRecord, TaskStore
 from ._redis_node import BackendUnavailable, RedisNode
 
 if TYPE_CHECKING:
-    from ..server._tasks import Tasks
+    from ..extensions.tasks import Tasks
 
 log = logging.getLogger("mcpkit.backends.redis")
 
@@ -46,7 +46,7 @@ WORKER_GONE = "The worker running this task stopped before it finished"
 
 
 class RedisTaskStore(TaskStore):
-    """A :class:`~mcpkit.server._tasks.TaskStore` shared by every worker of one Redis."""
+    """A :class:`~mcpkit.extensions.tasks.TaskStore` shared by every worker of one Redis."""
 
     def __init__(self, node: RedisNode) -> None:
         self.node = node

@@ -5,7 +5,8 @@
     from mcpkit.backends.redis import RedisBackend
 
     redis = RedisBackend("redis://127.0.0.1:6379/0")
-    server = Server("notes", bus=redis.bus, tasks=redis.task_store, session_store=redis.sessions)
+    server = Server("notes", bus=redis.bus, session_store=redis.sessions)
+    server.use(Tasks(store=redis.task_store))       # mcpkit.extensions.tasks
     # or, for a server defined elsewhere (before it serves):  redis.install(server)
 
 - ``bus``: ``subscriptions/listen`` fan-out (and legacy session pushes) across workers,
@@ -62,9 +63,12 @@ class RedisBackend:
 
     def install(self, server: Server) -> None:
         """Back an already-built server with Redis (call before it serves)."""
+        from ..extensions.tasks import Tasks
+
         server.use_bus(self.bus)
-        if server.tasks is not None:
-            server.tasks.use_store(self.task_store)
+        tasks = server.get_extension(Tasks)
+        if tasks is not None:
+            tasks.use_store(self.task_store)
         server.session_store = self.sessions
         server.used_states = self.used_states
         self.install_auth(getattr(server, "auth", None))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import meta as M
 from ..protocol import types as t
@@ -12,26 +12,19 @@ from ._input import InputChannel, InputRequests, check_capabilities, parse_answe
 
 if TYPE_CHECKING:
     from ..auth.server._principal import Principal
+    from ..extensions import Extension
     from ._server import Server
 
 #: Sends one notification (method, params) on this request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: Takes ``ctx.report_progress(progress, total, message)`` instead of a progress notification.
+ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
+
+H = TypeVar("H")
 
 
 async def _no_emit(method: str, params: dict[str, Any]) -> None:  # transports without a stream for it
     return None
-
-
-class TaskHandle(Protocol):
-    """What the tasks extension keeps in ``ctx.extensions`` for a tool call that is, or may
-    become, a task (see :mod:`mcpkit.server._tasks`)."""
-
-    @property
-    def task_id(self) -> str | None: ...
-
-    async def start(self) -> None: ...
-
-    async def set_status(self, message: str) -> None: ...
 
 
 class Context:
@@ -42,13 +35,14 @@ class Context:
     stream. Nothing here outlives the request: the protocol is stateless.
 
     Extensions may redirect a request: ``emitter`` (where notifications go),
-    ``input_channel`` (where questions go) and ``extensions`` (their own data) are theirs
-    to set.
+    ``input_channel`` (where questions go), ``progress_sink`` (where progress goes) and
+    ``extensions`` (their own data) are theirs to set. ``ctx.extension(ExtClass)`` is an
+    installed extension's helper for this request.
     """
 
     # Slots: one Context is made per request, so it stays small and quick to build.
     __slots__ = ("server", "request_id", "method", "meta", "_m", "emitter", "_last_progress", "input_channel",
-                 "_counters", "state", "principal", "auth", "_ext")
+                 "_counters", "state", "principal", "auth", "_ext", "progress_sink")
 
     def __init__(self, server: Server, request_id: Any, method: str, meta: dict[str, Any], m: RequestMeta,
                  emit: Emit | None = None) -> None:
@@ -72,6 +66,9 @@ class Context:
         #: claims) when the server is protected; None otherwise (and on stdio).
         self.auth: Principal | None = None
         self._ext: dict[str, Any] | None = None  # made on first use: most requests carry no extension data
+        #: When set (by an extension), ``report_progress`` hands its arguments here instead of
+        #: sending ``notifications/progress`` (a task turns progress messages into its status).
+        self.progress_sink: ProgressSink | None = None
 
     @property
     def extensions(self) -> dict[str, Any]:
@@ -81,14 +78,17 @@ class Context:
             ext = self._ext = {}
         return ext
 
-    def _task_handle(self) -> TaskHandle | None:
-        ext = self._ext
-        if not ext:
-            return None
-        from ..protocol.tasks import EXTENSION_ID  # already loaded: only the tasks extension stores data
+    def extension(self, kind: type[Extension[H]]) -> H:
+        """The per-request helper of the extension ``kind`` installed on this server
+        (``server.use(kind(...))``), e.g. ``ctx.extension(Tasks).start()``.
 
-        task: TaskHandle | None = ext.get(EXTENSION_ID)
-        return task
+        Raises LookupError when no such extension is installed.
+        """
+        ext = self.server.get_extension(kind)
+        if ext is None:
+            raise LookupError(f"the extension {kind.id} is not installed on this server: "
+                              f"server.use({kind.__name__}(...))")
+        return ext.context(self)
 
     # ------------------------------------------------------------ what the client said
     @property
@@ -111,6 +111,13 @@ class Context:
     def log_level(self) -> str | None:
         return self.meta.get(M.LOG_LEVEL)
 
+    def client_extension(self, ext_id: str) -> dict[str, Any] | None:
+        """The settings this request's client declared for extension ``ext_id``
+        (``clientCapabilities.extensions[ext_id]``; both eras), or None if it did not declare it."""
+        declared = self.client_capabilities.get("extensions")
+        settings = declared.get(ext_id) if isinstance(declared, dict) else None
+        return settings if isinstance(settings, dict) else None
+
     def has_capability(self, name: str, sub: str | None = None) -> bool:
         cap = self.client_capabilities.get(name)
         if not isinstance(cap, dict):
@@ -121,13 +128,12 @@ class Context:
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for it; never goes backwards.
 
-        In a task (tasks extension) no notification is sent: ``message`` becomes the task's
-        ``statusMessage``.
+        When an extension set :attr:`progress_sink`, it takes the call instead (in a task no
+        notification is sent: ``message`` becomes the task's ``statusMessage``).
         """
-        task = self._task_handle()
-        if task is not None and task.task_id is not None:
-            if message is not None:
-                await task.set_status(message)
+        sink = self.progress_sink
+        if sink is not None:
+            await sink(progress, total, message)
             return
         token = self.progress_token
         if token is None:
@@ -173,28 +179,24 @@ class Context:
     async def error(self, data: Any, logger: str | None = None) -> None:
         await self.log("error", data, logger)
 
-    # ------------------------------------------------------------ tasks (io.modelcontextprotocol/tasks)
+    # ------------------------------------------------------------ deprecated (tasks extension)
+    def _tasks(self) -> Any:
+        from ..protocol.tasks import EXTENSION_ID
+
+        ext = self.server.extensions.get(EXTENSION_ID)
+        return ext.context(self) if ext is not None else None
+
     @property
     def task_id(self) -> str | None:
-        """The id of the task this tool call runs as, or None (see :mod:`mcpkit.server._tasks`)."""
-        task = self._task_handle()
-        return task.task_id if task is not None else None
+        """Deprecated: ``ctx.extension(Tasks).task_id`` (:mod:`mcpkit.extensions.tasks`)."""
+        tasks = self._tasks()
+        return tasks.task_id if tasks is not None else None
 
     async def start_task(self) -> bool:
-        """Continue this tool call as a task: the client gets its ``CreateTaskResult`` now and
-        this handler keeps running in the background.
-
-        For tools registered with ``task_start="explicit"``: code before this call runs
-        synchronously (questions asked there go the MRTR way, before any task exists).
-        Returns False, and the call simply continues synchronously, when it cannot become a
-        task (tasks not enabled for the tool, or the client did not declare the extension);
-        True when it is (or already was) a task.
-        """
-        task = self._task_handle()
-        if task is None:
-            return False
-        await task.start()
-        return True
+        """Deprecated: ``await ctx.extension(Tasks).start()`` (:mod:`mcpkit.extensions.tasks`);
+        False when the tasks extension is not installed."""
+        tasks = self._tasks()
+        return bool(await tasks.start()) if tasks is not None else False
 
     # ------------------------------------------------------------ asking the client for input
     async def ask(self, requests: InputRequests) -> dict[str, Any]:

@@ -93,6 +93,8 @@ def check_capabilities(requests: Mapping[str, Mapping[str, Any]], caps: Mapping[
 
 
 def parse_answer(key: str, request: Mapping[str, Any], raw: Any) -> Any:
+    """The typed answer ``raw`` to the question ``request`` (asked under ``key``); -32602 when
+    it does not fit (the wrong shape, or form content that breaks the requested schema)."""
     method = request["method"]
     try:
         answer: Any = msgspec.convert(raw, ANSWER_TYPES[method])

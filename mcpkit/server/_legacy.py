@@ -159,7 +159,9 @@ class LegacySession:
         if self.log_level is not None:
             meta[M.LOG_LEVEL] = self.log_level
         params["_meta"] = meta
-        checked = inbound.check_request(method, params, (self.version,), self.server.capability_names)
+        added = self.server.extension_methods  # extensions' methods serve this era too
+        checked = inbound.check_request(method, params, (self.version,), self.server.capability_names,
+                                        dict(added) if added else None)
         era = LegacyEra(ClientRequests(self, emit_raw))
         if auth is not None:
             return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era, principal=auth.key,

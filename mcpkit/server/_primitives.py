@@ -20,11 +20,6 @@ _json = msgspec.json.Encoder()
 _CONTENT = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
 
 
-#: How a tool relates to the tasks extension, and when its call becomes a task.
-TaskSupport = Literal["never", "optional", "required"]
-TaskStart = Literal["immediate", "explicit"]
-TASK_SUPPORT: tuple[str, ...] = ("never", "optional", "required")
-TASK_START: tuple[str, ...] = ("immediate", "explicit")
 #: Who may cache a result: any cache, or only the requesting user's.
 CacheScope = Literal["public", "private"]
 
@@ -110,7 +105,10 @@ class CacheHints:
 
 
 class ToolDef:
-    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map", "task", "task_start", "scopes")
+    """A registered tool (``server.tools[name]``): its wire ``Tool`` (``wire``), its signature,
+    and the options each extension keeps for it (:meth:`options`)."""
+
+    __slots__ = ("name", "sig", "output", "wire", "blocking", "cache", "header_map", "extensions", "scopes")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  annotations: t.ToolAnnotations | dict[str, Any] | None, icons: list[Any] | None, meta: dict[str, Any] | None,
@@ -135,11 +133,25 @@ class ToolDef:
         )
         self.header_map: dict[str, tuple[str, ...]] | None = None
         self.cache = CacheHints()
-        #: Tasks extension: "never" | "optional" | "required", and "immediate" | "explicit".
-        self.task = "never"
-        self.task_start = "immediate"
+        #: Per-extension options, by extension id: as given to ``tool(extensions=...)`` until
+        #: ``add_tool`` hands each to its extension, then what the extension kept.
+        self.extensions: dict[str, Any] = {}
         #: OAuth scopes a caller needs to see and call it (when the server is protected).
         self.scopes: frozenset[str] = frozenset()
+
+    def options(self, ext_id: str) -> Any:
+        """What extension ``ext_id`` keeps for this tool (from ``tool(extensions={ext_id: ...})``), or None."""
+        return self.extensions.get(ext_id)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Publish ``_meta[key] = value`` on this tool in ``tools/list`` (e.g. an extension's
+        per-tool data); ``value`` None removes the key."""
+        meta = dict(self.wire.meta) if isinstance(self.wire.meta, dict) else {}
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+        self.wire.meta = meta or UNSET
 
     def to_result(self, value: Any) -> t.CallToolResult:
         if isinstance(value, t.CallToolResult):

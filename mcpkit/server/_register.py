@@ -4,31 +4,37 @@ They fill the tables the dispatch reads; nothing here runs per request."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol import types as t
-from ._primitives import (
-    TASK_START,
-    TASK_SUPPORT,
-    CacheHints,
-    CacheScope,
-    PromptDef,
-    ResourceDef,
-    TaskStart,
-    TaskSupport,
-    TemplateDef,
-    ToolDef,
-)
+from ._primitives import CacheHints, CacheScope, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
+    from ..extensions import Extension
     from ._bus import ChangeKind
-    from ._tasks import Tasks
 
 __all__ = ["CompletionHandler", "Registrations"]
 
 CompletionHandler = Callable[..., Any]
+
+# The deprecated tool(task=, task_start=) spelling of the tasks extension's per-tool options.
+TaskSupport = Literal["never", "optional", "required"]
+TaskStart = Literal["immediate", "explicit"]
+TASK_SUPPORT: tuple[str, ...] = ("never", "optional", "required")
+TASK_START: tuple[str, ...] = ("immediate", "explicit")
+TASKS_ID = "io.modelcontextprotocol/tasks"  # protocol.tasks.EXTENSION_ID, without loading that module
+
+
+def _legacy_task_options(name: str, task: str, task_start: str, extensions: dict[str, Any]) -> None:
+    """Fold ``task=``/``task_start=`` (deprecated) into ``extensions``."""
+    if task not in TASK_SUPPORT or task_start not in TASK_START:
+        raise ValueError(f"tool {name!r}: task must be one of {TASK_SUPPORT} and task_start one of {TASK_START}")
+    if task != "never":
+        if TASKS_ID in extensions:
+            raise ValueError(f"tool {name!r}: give the tasks options once (extensions=, not also task=)")
+        extensions[TASKS_ID] = {"support": task, "start": task_start}
 
 
 def _scopes(scopes: Iterable[str]) -> frozenset[str]:
@@ -45,7 +51,7 @@ class Registrations:
     _templates: dict[str, TemplateDef]
     _prompts: dict[str, PromptDef]
     _completions: dict[tuple[str, str], CompletionHandler]
-    tasks: Tasks | None
+    _installed: dict[str, Extension[Any]]
 
     if TYPE_CHECKING:
         def _changed(self, kind: ChangeKind) -> None: ...
@@ -66,20 +72,22 @@ class Registrations:
         input_schema: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
         cache_scope: CacheScope | None = None,
+        scopes: Iterable[str] = (),
+        extensions: Mapping[str, Any] | None = None,
         task: TaskSupport = "never",
         task_start: TaskStart = "immediate",
-        scopes: Iterable[str] = (),
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register a function as a tool. Its type hints become the ``inputSchema``.
 
         ``blocking=True`` runs a sync function in a worker thread instead of on the event loop.
         ``input_schema`` publishes a hand-written schema instead (arguments are still bound
         to the signature). ``ttl_ms``/``cache_scope`` bound the ``tools/list`` cache hints.
-        ``task`` (needs tasks enabled: ``Server(..., tasks=True)``): ``"optional"`` runs the
-        call as a task for clients that declare the tasks extension, ``"required"`` refuses
-        other clients (-32021); ``task_start="explicit"`` makes it a task only once the
-        handler calls ``await ctx.start_task()``. See :mod:`mcpkit.server._tasks`.
         ``scopes``: the OAuth scopes a caller needs to see and call it (protected servers).
+        ``extensions``: per-extension options, by extension id, each checked by its extension
+        (installed first with :meth:`use`), e.g. ``{Tasks.id: {"support": "optional"}}``
+        (see :mod:`mcpkit.extensions.tasks`).
+        ``task``/``task_start``: deprecated spelling of the tasks options
+        (``extensions={Tasks.id: {"support": task, "start": task_start}}``).
         """
         if callable(name):  # used bare: @server.tool
             return self.tool()(name)
@@ -92,7 +100,10 @@ class Registrations:
                     raise ValueError(f"tool {tool.name!r}: input_schema must have type 'object' at its root")
                 tool.wire.inputSchema = input_schema
             tool.cache = CacheHints(ttl_ms, cache_scope)
-            tool.task, tool.task_start = task, task_start
+            opts = dict(extensions or {})
+            if task != "never" or task_start != "immediate":
+                _legacy_task_options(tool.name, task, task_start, opts)
+            tool.extensions = opts
             tool.scopes = _scopes(scopes)
             self.add_tool(tool)
             return fn
@@ -100,17 +111,21 @@ class Registrations:
         return deco
 
     def add_tool(self, tool: ToolDef) -> None:
+        """Register a :class:`ToolDef`; its ``extensions`` options go to their (installed) extensions."""
         from ..protocol import headers
 
         try:
             tool.header_map = headers.header_annotations(tool.wire.inputSchema) or None
         except headers.InvalidHeaderAnnotation as exc:
             raise ValueError(f"tool {tool.name!r}: invalid x-mcp-header annotation: {exc}") from None
-        if tool.task not in TASK_SUPPORT or tool.task_start not in TASK_START:
-            raise ValueError(f"tool {tool.name!r}: task must be one of {TASK_SUPPORT} and task_start one of {TASK_START}")
-        if tool.task != "never" and self.tasks is None:
-            raise ValueError(f"tool {tool.name!r}: task={tool.task!r} needs the tasks extension; "
-                             "enable it first: Server(..., tasks=True) or server.enable_tasks()")
+        kept: dict[str, Any] = {}
+        for ext_id, options in tool.extensions.items():
+            ext = self._installed.get(ext_id)
+            if ext is None:
+                raise ValueError(f"tool {tool.name!r}: options for the extension {ext_id!r} need it installed; "
+                                 "enable it first: server.use(...) before registering the tool")
+            kept[ext_id] = ext.tool_options(tool, options)
+        tool.extensions = kept
         self._tools[tool.name] = tool
         self._changed("tools")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Coroutine, Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from msgspec import UNSET
 
@@ -29,12 +29,15 @@ from ._resolve import required_scopes
 from ._state import KeyRing, StateSealer
 
 if TYPE_CHECKING:
+    from ..extensions import Extension
+    from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
     from ..transports._http_legacy import SessionStore
     from ..transports._interface import Dispatcher, SendRaw
     from ._legacy import LegacySession
-    from ._tasks import Tasks, TaskStore  # loaded only when tasks are enabled
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
+
+E = TypeVar("E", bound="Extension[Any]")
 
 
 def _has_modern_meta(raw_params: Any) -> bool:
@@ -126,7 +129,11 @@ class Server(Registrations):
         #: Where legacy HTTP sessions live when several workers share them (None: this process).
         self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
+        self._extra_methods_view = MappingProxyType(self._extra_methods)
         self._extensions: dict[str, dict[str, Any]] = {}
+        #: Extension objects installed with use(), by id (read: ``extensions``, ``get_extension``).
+        self._installed: dict[str, Extension[Any]] = {}
+        self._installed_view = MappingProxyType(self._installed)
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
         self.legacy = legacy
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
@@ -138,16 +145,14 @@ class Server(Registrations):
             self._methods.set(method, handler)
         self._chains = self._methods.chains  # the dict dispatch reads (kept up to date in place)
         self._modern = ModernEra(self, include_server_info)
-        #: The tasks extension (io.modelcontextprotocol/tasks), once enabled.
-        self.tasks: Tasks | None = None
         #: OAuth protection for HTTP (``mcpkit.auth.server.ResourceServerAuth``), applied however
         #: the server is served over HTTP (``run("http")``, :meth:`http_app`, ``mcpkit serve --http``,
         #: workers, ``--reload``). stdio is never authenticated.
         self.auth = auth
         self._method_scopes: dict[str, frozenset[str]] = {}
-        if task_store is not None:
+        if task_store is not None:  # deprecated: server.use(Tasks(store=...))
             tasks = task_store
-        if tasks is not False and tasks is not None:
+        if tasks is not False and tasks is not None:  # deprecated: server.use(Tasks(...))
             self.enable_tasks(None if tasks is True else tasks)
         self._bus_ready_wrapped = False
         if bus is not None:
@@ -182,6 +187,11 @@ class Server(Registrations):
         """
         self._extra_methods[method] = (params_type, capability)
         self._methods.set(method, handler)
+
+    @property
+    def extension_methods(self) -> Mapping[str, tuple[type, str | None]]:
+        """The methods added with :meth:`add_method`: method -> (params type, gating capability)."""
+        return self._extra_methods_view
 
     def wrap_method(self, method: str, wrapper: Wrapper) -> None:
         """Wrap one method: ``await wrapper(ctx, params, call_next)`` answers it instead, and
@@ -235,26 +245,70 @@ class Server(Registrations):
         self._extensions[ext_id] = dict(settings or {})
         self._refresh_capabilities()
 
+    def use(self, extension: E) -> E:
+        """Install ``extension`` (an :class:`mcpkit.extensions.Extension`) and return it.
+
+        Advertises ``capabilities.extensions[extension.id] = extension.settings()``, then
+        calls ``extension.install(self)`` (which registers its methods and wrappers through
+        the public hooks). From then on tools may carry its options
+        (``tool(extensions={extension.id: ...})``) and handlers reach its helper with
+        ``ctx.extension(type(extension))``. One extension per id (RuntimeError otherwise).
+        """
+        from ..extensions import Extension
+
+        if not isinstance(extension, Extension):
+            raise TypeError(f"use() takes an mcpkit.extensions.Extension, not {type(extension).__name__}")
+        ext_id = extension.id
+        if not M.is_valid_extension_id(ext_id):
+            raise ValueError(f"{type(extension).__name__}.id = {ext_id!r} is not a valid extension identifier "
+                             "(prefix/name)")
+        if ext_id in self._installed:
+            raise RuntimeError(f"the extension {ext_id} is already installed on this server")
+        previous = self._extensions.get(ext_id)
+        self._installed[ext_id] = extension
+        try:
+            self.add_extension(ext_id, extension.settings())
+            extension.install(self)
+        except BaseException:
+            del self._installed[ext_id]
+            if previous is None:
+                self._extensions.pop(ext_id, None)
+            else:
+                self._extensions[ext_id] = previous
+            self._refresh_capabilities()
+            raise
+        return extension
+
+    @property
+    def extensions(self) -> Mapping[str, Extension[Any]]:
+        """The extensions installed with :meth:`use`, by id (read-only)."""
+        return self._installed_view
+
+    def get_extension(self, kind: type[E]) -> E | None:
+        """The installed extension of class ``kind`` (or a subclass), or None."""
+        ext = self._installed.get(kind.id)
+        return ext if isinstance(ext, kind) else None
+
+    # ---------------------------------------------------------------- deprecated tasks spellings
+    @property
+    def tasks(self) -> Tasks | None:
+        """Deprecated: ``server.get_extension(Tasks)``. The installed tasks extension, or None."""
+        from ..protocol.tasks import EXTENSION_ID
+
+        ext: Tasks | None = self._installed.get(EXTENSION_ID)  # type: ignore[assignment]
+        return ext
+
     def enable_tasks(self, store: TaskStore | None = None, *, ttl_ms: int | None = 3_600_000,
                      poll_interval_ms: int | None = 1_000) -> Tasks:
-        """Serve the tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663).
-
-        Advertises it, serves ``tasks/get``, ``tasks/update`` and ``tasks/cancel``, and lets
-        tools registered with ``task="optional"|"required"`` answer ``tools/call`` with a task.
-        ``store`` keeps task records (default: in memory); tasks expire ``ttl_ms`` after
-        creation (None: never); ``poll_interval_ms`` is the polling pace suggested to clients.
-        Returns the :class:`~mcpkit.server._tasks.Tasks` object (also ``server.tasks``).
-        """
-        from ._tasks import Tasks, TaskStore
+        """Deprecated: ``server.use(Tasks(store, ttl_ms=..., poll_interval_ms=...))``
+        (:mod:`mcpkit.extensions.tasks`). Returns the installed extension."""
+        from ..extensions.tasks import Tasks, TaskStore
 
         if self.tasks is not None:
             raise RuntimeError("tasks are already enabled on this server")
         if store is not None and not isinstance(store, TaskStore):
             raise TypeError("tasks must be True, False or a TaskStore")
-        tasks = Tasks(self, store, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms)
-        tasks.install()
-        self.tasks = tasks
-        return tasks
+        return self.use(Tasks(store, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms))
 
     def _changed(self, kind: ChangeKind) -> None:
         self._refresh_capabilities()

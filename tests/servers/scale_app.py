@@ -8,10 +8,12 @@ import os
 
 from mcpkit import Server
 from mcpkit.backends.redis import RedisBackend
+from mcpkit.extensions.tasks import Tasks
 
 redis = RedisBackend(os.environ["SCALE_REDIS_URL"])  # one per process
-server = Server("scale-app", "1.0.0", bus=redis.bus, task_store=redis.task_store, session_store=redis.sessions,
+server = Server("scale-app", "1.0.0", bus=redis.bus, session_store=redis.sessions,
                 state_keys=["xlAJXvn1T_S5ghXAp37G1ENCYd4T06SIBrKl3Y4uer0="])
+server.use(Tasks(store=redis.task_store))
 
 
 @server.tool()
@@ -30,7 +32,7 @@ def note(name: str) -> str:
     return name
 
 
-@server.tool(task="optional")
+@server.tool(extensions={Tasks.id: {"support": "optional"}})
 async def sleepy(seconds: float = 30.0) -> str:
     await asyncio.sleep(seconds)
     return "slept"

@@ -13,11 +13,13 @@ import asyncio
 import os
 
 from mcpkit import Context, Server
+from mcpkit.extensions.tasks import Tasks
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
-server = Server("scale-test-server", "1.0.0", tasks=True)
-server.tasks.poll_interval_ms = 50  # type: ignore[union-attr]
+server = Server("scale-test-server", "1.0.0")
+server.use(Tasks(poll_interval_ms=50))
+AS_TASK = {Tasks.id: {"support": "optional"}}
 NOTES: dict[str, str] = {"groceries": "eggs"}
 
 
@@ -40,14 +42,14 @@ def note(name: str) -> str:
     return NOTES[name]
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def ask_name(ctx: Context) -> str:
     """Asks for a name, then greets from the worker that finished."""
     r = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
     return f"Hello, {r.content['name']}! (from {os.getpid()})" if r.action == "accept" else f"no name ({r.action})"
 
 
-@server.tool(task="optional")
+@server.tool(extensions=AS_TASK)
 async def sleepy(seconds: float = 60.0) -> str:
     """Sleeps (a long task)."""
     await asyncio.sleep(seconds)
