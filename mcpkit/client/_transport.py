@@ -108,6 +108,11 @@ class ClientTransport(abc.ABC):
     on_notification: OnNote | None = None
     on_request: OnRequest | None = None
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server is known to be gone (a stdio server that exited)."""
+        return False
+
     async def start(self) -> None:
         """Connect (spawn, open a pool...). Called again after :meth:`close` to restart."""
         return None
