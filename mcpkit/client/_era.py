@@ -102,9 +102,9 @@ class Slot:
         return self.transport
 
     async def restart(self, era: Era) -> None:
-        """Close the connection (a stdio server: the process) and open a fresh one suited to ``era``."""
+        """Drop the connection (a stdio server: the process, at once) and open a fresh one suited to ``era``."""
         old = self.transport
-        await old.close()
+        await old.abandon()
         self.transport = old.for_era(era)
         await self.transport.start()
 

@@ -132,6 +132,11 @@ class ClientTransport(abc.ABC):
         """Disconnect; a later :meth:`start` begins afresh."""
         return None
 
+    async def abandon(self) -> None:
+        """Disconnect at once, because the server is being replaced (it may be stuck): no
+        grace for a polite exit. A later :meth:`start` begins afresh."""
+        await self.close()
+
     def for_era(self, era: Era) -> ClientTransport:
         """The transport to use for ``era``: itself, unless the era needs another kind of
         connection (HTTP: a 2025-11-25 session vs stateless POSTs). A new transport takes
