@@ -152,7 +152,9 @@ class Target:
         from ..client import Client
 
         options.setdefault("timeout", self.timeout)
-        options.setdefault("probe_timeout", min(5.0, self.timeout))
+        # The era probe follows --timeout: half of it waits for server/discover, the rest is
+        # left for a silent (legacy) stdio server's restart and initialize.
+        options.setdefault("probe_timeout", self.timeout / 2)
         if self.url is not None:
             require_http_extra()
             headers = dict(self.headers)

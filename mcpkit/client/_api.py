@@ -15,13 +15,15 @@ import msgspec
 
 from ..errors import ProtocolError
 from ..protocol import types as t
-from . import _era
 from ._cache import CacheMode
+from ._session import discover_from_initialize
 from ._transport import ClientTransport, OnNote
 
 if TYPE_CHECKING:
     from ._client import Client
+    from ._input import InputHandlers
     from ._restart import Recoverer
+    from ._session import EraSession
     from ._tasks import TaskHandle
 
 __all__ = ["LogCallback", "ProgressCallback", "TypedApi"]
@@ -46,14 +48,21 @@ class _Options(NamedTuple):
 class TypedApi:
     """The typed request methods of :class:`~mcpkit.client.Client` (which sets these up)."""
 
-    era: _era.Era | None
-    legacy_version: str | None
-    initialize_result: dict[str, Any] | None
-    transport: ClientTransport
-    _discovered: dict[str, Any] | None
+    _session: EraSession | None
     _recoverer: Recoverer
+    _input: InputHandlers
+    capabilities: dict[str, Any]
 
     if TYPE_CHECKING:
+        @property
+        def transport(self) -> ClientTransport: ...
+
+        @property
+        def legacy_version(self) -> str | None: ...
+
+        @property
+        def initialize_result(self) -> dict[str, Any] | None: ...
+
         async def start(self) -> None: ...
 
         async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
@@ -75,10 +84,9 @@ class TypedApi:
                        timeout: float | None = None, cache: CacheMode = "use") -> t.DiscoverResult:
         """The server's card. On a legacy server it is built from the initialize result."""
         await self.start()
-        if self.era == "legacy":
-            return msgspec.convert(self.discover_raw_legacy(), t.DiscoverResult)
-        if self._discovered is not None and cache == "use":
-            found, self._discovered = self._discovered, None  # the probe already asked
+        assert self._session is not None
+        found = self._session.take_card(cache == "use")  # legacy: from initialize; modern: the probe's answer
+        if found is not None:
             try:
                 return msgspec.convert(found, t.DiscoverResult)
             except msgspec.ValidationError as exc:
@@ -89,15 +97,14 @@ class TypedApi:
     async def discover_raw(self) -> dict[str, Any]:
         """The DiscoverResult as the server sent it (built from initialize on a legacy server)."""
         await self.start()
-        if self.era == "legacy":
-            return self.discover_raw_legacy()
-        if self._discovered is not None:
-            found, self._discovered = self._discovered, None
+        assert self._session is not None
+        found = self._session.take_card(True)
+        if found is not None:
             return found
         return await self.request("server/discover")
 
     def discover_raw_legacy(self) -> dict[str, Any]:
-        return _era.discover_from_initialize(self.legacy_version, self.initialize_result)
+        return discover_from_initialize(self.legacy_version, self.initialize_result)
 
     async def _walk(self, typ: type[Any], method: str, key: str, opts: _Options) -> list[Any]:
         out: list[Any] = []
@@ -191,17 +198,17 @@ class TypedApi:
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         if task:
             await self.start()
-            if self.era != "legacy":
-                params = _tasks.declaring(client, params)
+            assert self._session is not None
+            params = self._session.for_task(params, self.capabilities)
         raw = await self._request("tools/call", params, opts)
         if raw.get("resultType") == "task":
-            handle = _tasks.TaskHandle(client, raw)
+            handle = _tasks.TaskHandle(client, raw, inputs=self._input)
             return handle if task else await handle.result()
         try:
             result = msgspec.convert(raw, t.CallToolResult)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"tools/call: malformed result: {exc}") from None
-        return _tasks.TaskHandle(client, result=result) if task else result
+        return _tasks.TaskHandle(client, result=result, inputs=self._input) if task else result
 
     async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,

@@ -151,10 +151,13 @@ class StdioTransport(ClientTransport):
     async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
         await self.proc.send(codec.encode_notification(method, params))
 
-    async def close(self) -> None:
-        await self.proc.close()
+    async def close(self, grace: float = 2.0) -> None:
+        await self.proc.close(grace)
         if self._reader is not None:
             try:
                 await asyncio.wait_for(self._reader, 1.0)
             except (TimeoutError, asyncio.CancelledError):
                 self._reader.cancel()
+
+    async def abandon(self) -> None:
+        await self.close(grace=0.2)  # a process still busy starting is not waited for

@@ -108,6 +108,11 @@ class ClientTransport(abc.ABC):
     on_notification: OnNote | None = None
     on_request: OnRequest | None = None
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server is known to be gone (a stdio server that exited)."""
+        return False
+
     async def start(self) -> None:
         """Connect (spawn, open a pool...). Called again after :meth:`close` to restart."""
         return None
@@ -126,6 +131,11 @@ class ClientTransport(abc.ABC):
     async def close(self) -> None:
         """Disconnect; a later :meth:`start` begins afresh."""
         return None
+
+    async def abandon(self) -> None:
+        """Disconnect at once, because the server is being replaced (it may be stuck): no
+        grace for a polite exit. A later :meth:`start` begins afresh."""
+        await self.close()
 
     def for_era(self, era: Era) -> ClientTransport:
         """The transport to use for ``era``: itself, unless the era needs another kind of
