@@ -68,6 +68,10 @@ def parser() -> argparse.ArgumentParser:
                            "issuers that omit it)")
     auth.add_argument("--public-url", metavar="URL",
                       help="the URL clients use, behind a proxy (the protected resource's canonical URL)")
+    ops = p.add_argument_group("operating")
+    ops.add_argument("--otel", action="store_true",
+                     help="OpenTelemetry spans and metrics (needs mcpkit[otel]); without it they are on when "
+                          "OpenTelemetry is set up, e.g. under opentelemetry-instrument")
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -122,7 +126,7 @@ def _serve_stdio(ns: argparse.Namespace) -> int:
         server = _load_or_report(ns.spec)
     except KeyboardInterrupt:
         return 0
-    if server is None:
+    if server is None or not _operate(server, ns, "stdio"):
         return 2
     if sys.stderr.isatty():
         print(startup_line(server, "stdio"), file=sys.stderr)
@@ -149,7 +153,7 @@ def _load_planned(ns: argparse.Namespace) -> tuple[Server, Any, str | None] | in
     from ._serve_auth import plan_auth
 
     server = _load_or_report(ns.spec)
-    if server is None:
+    if server is None or not _operate(server, ns, "http"):
         return 2
     plan = plan_auth(ns, server)
     if isinstance(plan, str):
@@ -182,7 +186,7 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
-        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, **options)
+        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, **options)
     except (ValueError, RuntimeError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -359,6 +363,18 @@ def _changed(before: dict[str, float], after: dict[str, float]) -> str:
         if before.get(path) != after.get(path):
             return os.path.relpath(path)
     return "a file"
+
+
+def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
+    """Telemetry (``--otel``, or OpenTelemetry set up around us); False after one line saying why not."""
+    from ..observability import setup
+
+    try:
+        setup(server, transport, force=ns.otel)
+    except ImportError as exc:
+        print(f"{PROG}: --otel: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- finding the server

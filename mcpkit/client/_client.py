@@ -31,7 +31,7 @@ from ..errors import MCPError, ProtocolError, TransportError
 from ..protocol import codec, errors, versions
 from ..protocol import meta as M
 from ..protocol.mrtr import MRTR_METHODS
-from . import _era
+from . import _era, _hooks
 from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
@@ -407,6 +407,7 @@ class Client(TypedApi):
                 if M.CLIENT_CAPABILITIES in given:  # declared for this request only (e.g. the tasks extension)
                     body["_meta"][M.CLIENT_CAPABILITIES] = given[M.CLIENT_CAPABILITIES]
         rid = next(self._ids)
+        around = _hooks.observer(self, req.method, rid, body) if _hooks.observer is not None else None  # telemetry
         limit = req.timeout if req.timeout is not None else self.timeout
         if req.headers:
             call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers)
@@ -415,8 +416,11 @@ class Client(TypedApi):
         if self._recoverer.policy.stdio_restart or self._recoverer.policy.http_retry:
             call = self._recoverer.send(self, req.method, body, resend(call, self.transport, rid, req.method, body,
                                                                         req.on_note, req.headers))
+        waited: Awaitable[Any] = call if limit == _INF else asyncio.wait_for(call, limit)
+        if around is not None:  # mcpkit.observability: a CLIENT span around the exchange
+            waited = around(waited)
         try:
-            resp: Response | codec.Response = await (call if limit == _INF else asyncio.wait_for(call, limit))
+            resp: Response | codec.Response = await waited
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract
