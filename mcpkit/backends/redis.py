@@ -21,6 +21,12 @@
   server's ``ResourceServerAuth``), so a proof used at one worker is refused at every other
   and a nonce issued by one is accepted by all.
 
+``url`` is ``redis://``/``rediss://``/``unix://``, or a Sentinel URL
+(``redis+sentinel://host:26379[,host:26379...]/SERVICE[/DB]``): the connections then
+follow the primary the sentinels elect, and survive a failover (listen streams open at that
+moment end cleanly and clients listen again; new work is refused for the seconds the
+election takes, then continues on the promoted replica).
+
 Every worker of a process gets its own :class:`RedisBackend` (one per process: it holds a
 pub/sub connection and a heartbeat). Needs ``pip install 'mcpkit[redis]'``.
 """
@@ -36,6 +42,7 @@ from ._redis_node import BackendUnavailable, RedisNode
 from ._redis_sessions import RedisSessionStore
 from ._redis_states import RedisUsedStates
 from ._redis_tasks import RedisTaskStore
+from ._redis_url import sync_client
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -95,10 +102,8 @@ def shared_state_keys(url: str, *, prefix: str = "mcpkit", timeout: float = 5.0)
     import base64
     import secrets
 
-    import redis
-
     key = Keys(prefix).state_keys
-    client: Any = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    client: Any = sync_client(url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
         client.set(key, base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(), nx=True)
         value = client.get(key)

@@ -51,8 +51,8 @@ def parser() -> argparse.ArgumentParser:
     scale.add_argument("--workers", type=int, default=1, metavar="N",
                        help="serve on N worker processes sharing the port (above 1 needs --redis)")
     scale.add_argument("--redis", metavar="URL", default=os.environ.get("MCPKIT_REDIS_URL"),
-                       help="Redis for listen fan-out, tasks and legacy sessions across workers "
-                            "(default: $MCPKIT_REDIS_URL)")
+                       help="Redis for listen fan-out, tasks and legacy sessions across workers: redis://HOST:PORT/DB "
+                            "or redis+sentinel://SENTINEL:PORT[,...]/SERVICE[/DB] (default: $MCPKIT_REDIS_URL)")
     auth = p.add_argument_group("protecting the server (--http; needs mcpkit[oauth])")
     auth.add_argument("--auth-issuer", metavar="URL",
                       help="accept JWT access tokens from this authorization server (keys found via its metadata)")
