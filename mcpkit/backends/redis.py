@@ -17,6 +17,8 @@
   state is accepted once across every worker.
 - :func:`shared_state_keys`: one MRTR key ring for every worker, kept in Redis, when no
   keys are configured (``MCPKIT_STATE_KEYS`` keeps them out of Redis instead).
+- ``rate_buckets``: token buckets of :class:`mcpkit.server.ratelimit.RateLimits`, so a
+  caller's budget is one across every worker (one atomic script per rule and request).
 - ``dpop``: the DPoP proof replay cache and nonce secret (``install`` gives them to the
   server's ``ResourceServerAuth``), so a proof used at one worker is refused at every other
   and a nonce issued by one is accepted by all.
@@ -39,6 +41,7 @@ from ._redis_bus import RedisBus
 from ._redis_dpop import RedisDPoPStore
 from ._redis_keys import Keys
 from ._redis_node import BackendUnavailable, RedisNode
+from ._redis_ratelimit import RedisBuckets
 from ._redis_sessions import RedisSessionStore
 from ._redis_states import RedisUsedStates
 from ._redis_tasks import RedisTaskStore
@@ -47,8 +50,8 @@ from ._redis_url import sync_client
 if TYPE_CHECKING:
     from ..server import Server
 
-__all__ = ["BackendUnavailable", "RedisBackend", "RedisBus", "RedisDPoPStore", "RedisSessionStore", "RedisTaskStore",
-           "RedisUsedStates", "shared_state_keys"]
+__all__ = ["BackendUnavailable", "RedisBackend", "RedisBuckets", "RedisBus", "RedisDPoPStore", "RedisSessionStore",
+           "RedisTaskStore", "RedisUsedStates", "shared_state_keys"]
 
 
 class RedisBackend:
@@ -62,6 +65,8 @@ class RedisBackend:
         self.sessions = RedisSessionStore(self.node)
         self.dpop = RedisDPoPStore(self.node)
         self.used_states = RedisUsedStates(self.node)
+        #: Token buckets for :class:`mcpkit.server.ratelimit.RateLimits` shared by every worker.
+        self.rate_buckets = RedisBuckets(self.node)
 
     @property
     def worker_id(self) -> str:

@@ -72,6 +72,9 @@ def parser() -> argparse.ArgumentParser:
     ops.add_argument("--otel", action="store_true",
                      help="OpenTelemetry spans and metrics (needs mcpkit[otel]); without it they are on when "
                           "OpenTelemetry is set up, e.g. under opentelemetry-instrument")
+    ops.add_argument("--rate-limit", action="append", metavar="[METHOD[:NAME]:]N/PERIOD", default=[],
+                     help="a token bucket per caller, e.g. 100/s, tools/call:10/s, tools/call:search:5/m (repeatable; "
+                          "shared through --redis when given)")
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -186,7 +189,7 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
-        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, **options)
+        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, rate_limits=ns.rate_limit, **options)
     except (ValueError, RuntimeError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -374,6 +377,16 @@ def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
     except ImportError as exc:
         print(f"{PROG}: --otel: {exc}", file=sys.stderr)
         return False
+    if ns.rate_limit:
+        from ..server.ratelimit import RateLimits
+
+        try:
+            limits = RateLimits(ns.rate_limit)
+        except ValueError as exc:
+            print(f"{PROG}: --rate-limit: {exc}", file=sys.stderr)
+            return False
+        if transport == "stdio" or not (ns.redis or ns.workers != 1):  # workers install theirs, on Redis
+            limits.install(server)
     return True
 
 
