@@ -57,10 +57,10 @@ class RedisBus:
 
     def _publish_blocking(self, data: bytes) -> None:
         if self._sync_client is None:
-            import redis
+            from ._redis_url import sync_client
 
-            self._sync_client = redis.Redis.from_url(self.node.url, socket_connect_timeout=self.node.connect_timeout,
-                                                     socket_timeout=2.0)
+            self._sync_client = sync_client(self.node.url, socket_connect_timeout=self.node.connect_timeout,
+                                            socket_timeout=2.0)
         try:
             self._sync_client.publish(self.node.keys.changes, data)
         except RedisError as exc:

@@ -51,8 +51,8 @@ def parser() -> argparse.ArgumentParser:
     scale.add_argument("--workers", type=int, default=1, metavar="N",
                        help="serve on N worker processes sharing the port (above 1 needs --redis)")
     scale.add_argument("--redis", metavar="URL", default=os.environ.get("MCPKIT_REDIS_URL"),
-                       help="Redis for listen fan-out, tasks and legacy sessions across workers "
-                            "(default: $MCPKIT_REDIS_URL)")
+                       help="Redis for listen fan-out, tasks and legacy sessions across workers: redis://HOST:PORT/DB "
+                            "or redis+sentinel://SENTINEL:PORT[,...]/SERVICE[/DB] (default: $MCPKIT_REDIS_URL)")
     auth = p.add_argument_group("protecting the server (--http; needs mcpkit[oauth])")
     auth.add_argument("--auth-issuer", metavar="URL",
                       help="accept JWT access tokens from this authorization server (keys found via its metadata)")
@@ -68,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
                            "issuers that omit it)")
     auth.add_argument("--public-url", metavar="URL",
                       help="the URL clients use, behind a proxy (the protected resource's canonical URL)")
+    ops = p.add_argument_group("operating")
+    ops.add_argument("--otel", action="store_true",
+                     help="OpenTelemetry spans and metrics (needs mcpkit[otel]); without it they are on when "
+                          "OpenTelemetry is set up, e.g. under opentelemetry-instrument")
+    ops.add_argument("--rate-limit", action="append", metavar="[METHOD[:NAME]:]N/PERIOD", default=[],
+                     help="a token bucket per caller, e.g. 100/s, tools/call:10/s, tools/call:search:5/m (repeatable; "
+                          "shared through --redis when given)")
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -122,7 +129,7 @@ def _serve_stdio(ns: argparse.Namespace) -> int:
         server = _load_or_report(ns.spec)
     except KeyboardInterrupt:
         return 0
-    if server is None:
+    if server is None or not _operate(server, ns, "stdio"):
         return 2
     if sys.stderr.isatty():
         print(startup_line(server, "stdio"), file=sys.stderr)
@@ -149,7 +156,7 @@ def _load_planned(ns: argparse.Namespace) -> tuple[Server, Any, str | None] | in
     from ._serve_auth import plan_auth
 
     server = _load_or_report(ns.spec)
-    if server is None:
+    if server is None or not _operate(server, ns, "http"):
         return 2
     plan = plan_auth(ns, server)
     if isinstance(plan, str):
@@ -182,7 +189,7 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
-        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, **options)
+        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, rate_limits=ns.rate_limit, **options)
     except (ValueError, RuntimeError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -359,6 +366,28 @@ def _changed(before: dict[str, float], after: dict[str, float]) -> str:
         if before.get(path) != after.get(path):
             return os.path.relpath(path)
     return "a file"
+
+
+def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
+    """Telemetry (``--otel``, or OpenTelemetry set up around us); False after one line saying why not."""
+    from ..observability import setup
+
+    try:
+        setup(server, transport, force=ns.otel)
+    except ImportError as exc:
+        print(f"{PROG}: --otel: {exc}", file=sys.stderr)
+        return False
+    if ns.rate_limit:
+        from ..server.ratelimit import RateLimits
+
+        try:
+            limits = RateLimits(ns.rate_limit)
+        except ValueError as exc:
+            print(f"{PROG}: --rate-limit: {exc}", file=sys.stderr)
+            return False
+        if transport == "stdio" or not (ns.redis or ns.workers != 1):  # workers install theirs, on Redis
+            limits.install(server)
+    return True
 
 
 # ---------------------------------------------------------------- finding the server

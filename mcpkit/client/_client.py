@@ -39,6 +39,7 @@ from .._version import __version__
 from ..errors import MCPError, ProtocolError, RequestNotRetried, TransportClosed, TransportError
 from ..protocol import codec, errors, versions
 from ..protocol.mrtr import MRTR_METHODS
+from . import _hooks
 from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
@@ -493,13 +494,17 @@ class Client(TypedApi):
             (self._session or _UNSETTLED).stamp(body, req.progress_token, req.log_level,
                                                 Hello(self.protocol_version, self.capabilities, self.client_info))
         rid = next(self._ids)
+        around = _hooks.observer(self, req.method, rid, body) if _hooks.observer is not None else None  # telemetry
         limit = req.timeout if req.timeout is not None else self.timeout
         if req.headers:
             call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers)
         else:
             call = self.transport.request(rid, req.method, body, req.on_note)
+        waited: Awaitable[Any] = call if limit == _INF else asyncio.wait_for(call, limit)
+        if around is not None:  # mcpkit.observability: a CLIENT span around the exchange
+            waited = around(waited)
         try:
-            resp: Response | codec.Response = await (call if limit == _INF else asyncio.wait_for(call, limit))
+            resp: Response | codec.Response = await waited
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract

@@ -413,6 +413,7 @@ class Server(Registrations):
     def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
         """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it."""
         hand_over(self)
+        _auto_telemetry(self, transport)
         if transport == "stdio":
             from ..transports._stdio_main import run_stdio_server
 
@@ -429,6 +430,7 @@ class Server(Registrations):
         ``self.auth`` unless another ``auth=`` is given)."""
         from ..transports.http import HttpApp
 
+        _auto_telemetry(self, "http")
         return HttpApp(self, path=path, **kwargs)
 
     def open_legacy_session(self, *, send: SendRaw | None = None, state: dict[str, Any] | None = None,
@@ -482,6 +484,14 @@ class Server(Registrations):
             "there is no initialize handshake; send server/discover with params._meta"
         )
         return exc
+
+
+def _auto_telemetry(server: Server, transport: str) -> None:
+    """OpenTelemetry spans and metrics when the process has OpenTelemetry set up (see
+    :mod:`mcpkit.observability`; it imports nothing from OpenTelemetry otherwise)."""
+    from ..observability import auto_instrument
+
+    auto_instrument(server, transport)
 
 
 if TYPE_CHECKING:
