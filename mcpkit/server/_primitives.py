@@ -13,6 +13,7 @@ from msgspec import UNSET
 from ..errors import ToolError as ToolError  # its home is mcpkit.errors; still importable from here
 from ..protocol import errors
 from ..protocol import types as t
+from ._pydantic import to_builtins_hook
 from ._signature import Output, Signature
 from ._uritemplate import UriTemplate
 
@@ -34,7 +35,7 @@ def _opt(v: Any) -> Any:
 
 
 def _to_builtins(value: Any) -> Any:
-    return msgspec.to_builtins(value)
+    return msgspec.to_builtins(value, enc_hook=to_builtins_hook)
 
 
 def _json_text(value: Any) -> str:
@@ -146,7 +147,7 @@ class ToolDef:
             return value
         out = self.output
         if out is not None:
-            data = _to_builtins(value)
+            data = out.dump(value) if out.dump is not None else _to_builtins(value)
             structured = {"result": data} if out.wrap else data
             return t.CallToolResult(content=[t.TextContent(text=_json_text(structured))], structuredContent=structured)
         return t.CallToolResult(content=to_content(value))
