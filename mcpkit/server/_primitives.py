@@ -72,6 +72,7 @@ def to_content(value: Any) -> list[Any]:
 
 
 def text(value: str, **kw: Any) -> t.TextContent:
+    """A text content block (``TextContent``); keywords are its other fields (``annotations``, ``meta``)."""
     return t.TextContent(text=value, **kw)
 
 
@@ -82,18 +83,25 @@ def _b64(data: bytes) -> str:
 
 
 def image(data: bytes, mime_type: str = "image/png") -> t.ImageContent:
+    """An image content block of ``data`` (base64-encoded for the wire)."""
     return t.ImageContent(data=_b64(data), mimeType=mime_type)
 
 
 def audio(data: bytes, mime_type: str = "audio/wav") -> t.AudioContent:
+    """An audio content block of ``data`` (base64-encoded for the wire)."""
     return t.AudioContent(data=_b64(data), mimeType=mime_type)
 
 
 def embedded(uri: str, value: str | bytes, mime_type: str | None = None) -> t.EmbeddedResource:
+    """A content block embedding the resource ``uri`` with ``value`` (text, or bytes as a blob)."""
     return t.EmbeddedResource(resource=resource_contents(uri, value, mime_type))
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.ResourceContents:
+    """``ResourceContents`` of ``uri``: a string as text (``text/plain``), bytes as a base64
+    blob (``application/octet-stream``), anything else as JSON (``application/json``);
+    ``mime_type`` overrides the type. A ``ResourceContents`` is returned as it is.
+    """
     if isinstance(value, t.ResourceContents):
         return value
     if isinstance(value, str):

@@ -100,6 +100,12 @@ class Registrations:
         return deco
 
     def add_tool(self, tool: ToolDef) -> None:
+        """Register a prepared tool definition (what :meth:`tool` builds from a function).
+
+        A tool of the same name is replaced, and ``subscriptions/listen`` streams that opted in
+        are told the tool list changed. Raises ValueError for an invalid ``x-mcp-header``
+        annotation or a task setting the server cannot honour.
+        """
         from ..protocol import headers
 
         try:
@@ -115,6 +121,7 @@ class Registrations:
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
+        """Remove the tool ``name`` (nothing happens when there is none); listeners are told the list changed."""
         if self._tools.pop(name, None) is not None:
             self._changed("tools")
 
@@ -159,6 +166,9 @@ class Registrations:
         return deco
 
     def remove_resource(self, uri: str) -> None:
+        """Remove the resource at ``uri``, or the resource template ``uri`` (nothing happens when there
+        is none); listeners are told the resource list changed.
+        """
         if self._resources.pop(uri, None) is not None or self._templates.pop(uri, None) is not None:
             self._changed("resources")
 
@@ -192,6 +202,7 @@ class Registrations:
         return deco
 
     def remove_prompt(self, name: str) -> None:
+        """Remove the prompt ``name`` (nothing happens when there is none); listeners are told the list changed."""
         if self._prompts.pop(name, None) is not None:
             self._changed("prompts")
 

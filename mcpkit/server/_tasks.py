@@ -112,9 +112,11 @@ class TaskRecord(msgspec.Struct, kw_only=True):
 
     @property
     def expires_at(self) -> float | None:
+        """When the record expires (epoch seconds), or None without a TTL."""
         return None if self.ttl_ms is None else self.created_at + self.ttl_ms / 1000.0
 
     def expired(self, now: float) -> bool:
+        """Whether the TTL has elapsed at ``now`` (epoch seconds)."""
         exp = self.expires_at
         return exp is not None and now >= exp
 
@@ -131,9 +133,13 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         return out
 
     def create_result(self) -> CreateTaskResult:
+        """The ``CreateTaskResult`` answering the call that created the task."""
         return CreateTaskResult(**self.wire_fields())
 
     def detailed(self) -> GetTaskResult:
+        """The ``tasks/get`` answer: the task, with its questions while ``input_required`` and its
+        result or error once finished.
+        """
         out = GetTaskResult(**self.wire_fields())
         if self.status == "input_required":
             out.inputRequests = dict(self.input_requests)
@@ -157,16 +163,20 @@ class TaskStore(abc.ABC):
     a ``get`` right after it returns must find the record."""
 
     @abc.abstractmethod
-    async def create(self, record: TaskRecord) -> None: ...
+    async def create(self, record: TaskRecord) -> None:
+        """Store a new record (strongly consistent: a ``get`` right after finds it)."""
 
     @abc.abstractmethod
-    async def get(self, task_id: str) -> TaskRecord | None: ...
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id``, or None."""
 
     @abc.abstractmethod
-    async def save(self, record: TaskRecord) -> None: ...
+    async def save(self, record: TaskRecord) -> None:
+        """Store a changed record (a record deleted or purged meanwhile stays gone)."""
 
     @abc.abstractmethod
-    async def delete(self, task_id: str) -> None: ...
+    async def delete(self, task_id: str) -> None:
+        """Delete the record of ``task_id`` (nothing when there is none)."""
 
     @abc.abstractmethod
     async def purge_expired(self, now: float) -> list[str]:
@@ -197,22 +207,27 @@ class InMemoryTaskStore(TaskStore):
         return len(self.records)
 
     async def create(self, record: TaskRecord) -> None:
+        """Store a new record (and its expiry)."""
         self.records[record.task_id] = record
         exp = record.expires_at
         if exp is not None:
             heapq.heappush(self.expiry, (exp, record.task_id))
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id``, or None."""
         return self.records.get(task_id)
 
     async def save(self, record: TaskRecord) -> None:
+        """Replace a record (a purged task stays purged)."""
         if record.task_id in self.records:  # a purged task stays purged
             self.records[record.task_id] = record
 
     async def delete(self, task_id: str) -> None:
+        """Delete the record of ``task_id``."""
         self.records.pop(task_id, None)
 
     async def purge_expired(self, now: float) -> list[str]:
+        """Delete the records whose TTL has elapsed at ``now``; return their ids."""
         gone: list[str] = []
         heap = self.expiry
         while heap and heap[0][0] <= now:
@@ -369,6 +384,7 @@ class Tasks:
         store.attach(self)
 
     def install(self) -> None:
+        """Add the ``tasks/*`` methods, the extension and the wrappers to the server (once)."""
         server = self.server
         server.add_extension(EXTENSION_ID)
         server.add_method("tasks/get", self.get, TaskParams, CAPABILITY)
@@ -457,6 +473,7 @@ class Tasks:
 
     async def settle(self, run: TaskRun, *, result: dict[str, Any] | None = None,
                      error: dict[str, Any] | None = None) -> None:
+        """Finish the task of ``run`` with its ``result`` or ``error`` (a task already terminal stays as it is)."""
         rec = run.record
         assert rec is not None
         self.runs.pop(rec.task_id, None)
@@ -473,6 +490,7 @@ class Tasks:
 
     # ------------------------------------------------------------------ tasks/*
     async def lookup(self, ctx: Context, task_id: str) -> TaskRecord:
+        """The record of ``task_id`` for this caller; -32602 when there is none or it is another caller's."""
         if not declared(ctx):
             raise missing_extension()
         now = time.time()
@@ -488,10 +506,12 @@ class Tasks:
         return rec
 
     async def get(self, ctx: Context, params: TaskParams) -> GetTaskResult:
+        """``tasks/get``: the task's status, questions or result."""
         rec = await self.lookup(ctx, params.taskId)
         return rec.detailed()
 
     async def update(self, ctx: Context, params: UpdateTaskParams) -> t.Result:
+        """``tasks/update``: answers to the task's questions, passed to the running handler."""
         rec = await self.lookup(ctx, params.taskId)
         run = self.runs.get(rec.task_id)
         if rec.status in TERMINAL:
@@ -510,6 +530,7 @@ class Tasks:
         return t.Result()
 
     async def cancel(self, ctx: Context, params: TaskParams) -> t.Result:
+        """``tasks/cancel``: mark the task cancelled and stop its handler."""
         rec = await self.lookup(ctx, params.taskId)
         if rec.status not in TERMINAL:
             rec.status = "cancelled"
@@ -534,10 +555,12 @@ class Tasks:
             self.stop(task_id)
 
     async def expire(self, task_id: str) -> None:
+        """Stop the task's handler and delete its record (its TTL elapsed)."""
         self.stop(task_id)
         await self.store.delete(task_id)
 
     def stop(self, task_id: str) -> None:
+        """Cancel the handler running ``task_id`` in this process, if any."""
         run = self.runs.pop(task_id, None)
         if run is not None and run.runner is not None:
             run.runner.cancel()
