@@ -104,6 +104,7 @@ class TypedApi:
         return await self.request("server/discover")
 
     def discover_raw_legacy(self) -> dict[str, Any]:
+        """The ``server/discover`` result built from a legacy session's ``initialize`` result, as a dict."""
         return discover_from_initialize(self.legacy_version, self.initialize_result)
 
     async def _walk(self, typ: type[Any], method: str, key: str, opts: _Options) -> list[Any]:
@@ -147,18 +148,24 @@ class TypedApi:
     async def list_resources(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                              on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                              timeout: float | None = None, cache: CacheMode = "use") -> list[t.Resource]:
+        """All resources (every page). The keywords are those of :meth:`list_tools`: ``progress``,
+        ``log_level``/``on_log``, ``on_notification``, ``timeout`` (seconds) and ``cache``
+        (``"use"`` the client's cache per the server's hints, or bypass it).
+        """
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListResourcesResult, "resources/list", "resources", opts)
 
     async def list_resource_templates(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                                       on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                                       timeout: float | None = None, cache: CacheMode = "use") -> list[t.ResourceTemplate]:
+        """All resource templates (every page); keywords as for :meth:`list_resources`."""
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListResourceTemplatesResult, "resources/templates/list", "resourceTemplates", opts)
 
     async def list_prompts(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                            on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                            timeout: float | None = None, cache: CacheMode = "use") -> list[t.Prompt]:
+        """All prompts (every page); keywords as for :meth:`list_resources`."""
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListPromptsResult, "prompts/list", "prompts", opts)
 
@@ -213,6 +220,10 @@ class TypedApi:
     async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                             timeout: float | None = None, cache: CacheMode = "use") -> t.ReadResourceResult:
+        """Read the resource ``uri``: its ``ReadResourceResult`` (``contents``, each text or a base64
+        blob). An unknown ``uri`` raises MCPError (-32602, or -32002 from a legacy server). Keywords as for
+        :meth:`list_resources`.
+        """
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._typed(t.ReadResourceResult, "resources/read", {"uri": uri}, opts)
 
@@ -220,6 +231,9 @@ class TypedApi:
                          progress: ProgressCallback | None = None, log_level: str | None = None,
                          on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                          timeout: float | None = None, cache: CacheMode = "use") -> t.GetPromptResult:
+        """Get the prompt ``name`` with ``arguments`` (strings): its ``GetPromptResult``
+        (``messages``, ``description``). Keywords as for :meth:`list_resources`.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -230,6 +244,11 @@ class TypedApi:
                        progress: ProgressCallback | None = None, log_level: str | None = None,
                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                        timeout: float | None = None, cache: CacheMode = "use") -> t.Completion:
+        """Completions for ``argument`` typed so far as ``value``: ``ref`` names the prompt
+        (``{"type": "ref/prompt", "name": ...}``) or resource template
+        (``{"type": "ref/resource", "uri": ...}``); ``context`` holds arguments already given.
+        Returns the ``Completion`` (``values``, ``total``, ``hasMore``).
+        """
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}

@@ -215,6 +215,7 @@ class Client(TypedApi):
     # The input handlers (set at construction; the capabilities declared then stay).
     @property
     def elicitation(self) -> ElicitationHandler | None:
+        """The handler answering the server's ``elicitation/create`` questions, or None (declined)."""
         return self._input.elicitation
 
     @elicitation.setter
@@ -223,6 +224,7 @@ class Client(TypedApi):
 
     @property
     def sampling(self) -> SamplingHandler | None:
+        """The handler answering the server's ``sampling/createMessage`` requests, or None."""
         return self._input.sampling
 
     @sampling.setter
@@ -231,6 +233,7 @@ class Client(TypedApi):
 
     @property
     def roots(self) -> Roots | None:
+        """The roots offered to the server (``roots/list``), or None."""
         return self._input.roots
 
     @roots.setter
@@ -267,6 +270,8 @@ class Client(TypedApi):
                 raise
 
     async def close(self) -> None:
+        """Close the transport (a stdio server is stopped, an HTTP session ended); nothing
+        happens when it is not started. ``async with Client(...)`` calls it on the way out."""
         if self._started:
             self._started = False
             await self.transport.close()

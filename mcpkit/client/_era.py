@@ -59,14 +59,17 @@ class EraCache:
                 log.warning("ignoring unreadable era cache %s: %s", self.path, exc)
 
     def get(self, key: str) -> Era | None:
+        """The era remembered for ``key`` (a server's URL or command line), or None."""
         return self._eras.get(key)
 
     def put(self, key: str, era: Era) -> None:
+        """Remember ``era`` for ``key`` (written to the cache file, when it has one)."""
         if self._eras.get(key) != era:
             self._eras[key] = era
             self._save()
 
     def forget(self, key: str) -> None:
+        """Forget what is remembered for ``key`` (the next connection probes again)."""
         if self._eras.pop(key, None) is not None:
             self._save()
 

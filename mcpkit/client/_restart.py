@@ -62,6 +62,9 @@ class Recovery:
 
     @classmethod
     def of(cls, restart: bool | Recovery | None) -> Recovery:
+        """The Recovery a ``restart=`` argument means: a Recovery as it is, None the defaults, a
+        bool turning stdio restarts and HTTP retries on or off.
+        """
         if isinstance(restart, Recovery):
             return restart
         if restart is None:
@@ -69,6 +72,7 @@ class Recovery:
         return cls(stdio_restart=restart, http_retry=restart)
 
     def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based): exponential backoff, capped."""
         return float(min(self.backoff * 2.0 ** attempt, self.max_backoff))
 
 

@@ -103,6 +103,7 @@ class TaskHandle:
 
     @property
     def done(self) -> bool:
+        """Whether the task reached a terminal status (completed, failed or cancelled)."""
         return self.status in TERMINAL
 
     def _update(self, task: dict[str, Any]) -> None:

@@ -42,6 +42,7 @@ class Capabilities:
 
     @property
     def http(self) -> bool:
+        """Whether the transport is HTTP (headers, statuses and header mirroring apply)."""
         return self.kind == "http"
 
 
@@ -69,14 +70,17 @@ class Response:
     # The message's fields, for code that only cares about JSON-RPC.
     @property
     def id(self) -> codec.RequestId | None:
+        """The JSON-RPC id of the answer, or None without a message."""
         return self.message.id if self.message is not None else None
 
     @property
     def result(self) -> Any:
+        """The JSON-RPC ``result``, or None (an error, or no message)."""
         return self.message.result if self.message is not None else None
 
     @property
     def error(self) -> Any:
+        """The JSON-RPC ``error`` object, or None."""
         return self.message.error if self.message is not None else None
 
     def http_error(self) -> HttpStatusError:
@@ -85,6 +89,7 @@ class Response:
         return HttpStatusError(status, self.problem or f"HTTP {status} without a JSON-RPC response", self.body, self.headers)
 
     def require_message(self) -> codec.Response:
+        """The JSON-RPC message; :class:`~mcpkit.errors.HttpStatusError` when the answer had none."""
         if self.message is None:
             raise self.http_error()
         return self.message

@@ -38,6 +38,7 @@ class MCPError(MCPKitError):
         self.data = data
 
     def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object: ``code``, ``message`` and ``data`` when there is any."""
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data

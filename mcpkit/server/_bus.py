@@ -23,6 +23,9 @@ ChangeKind = Literal["tools", "prompts", "resources", "resource_updated"]
 
 
 class Change(NamedTuple):
+    """One change a :class:`Bus` carries: ``kind`` (``tools``, ``prompts``, ``resources`` or
+    ``resource_updated``) and, for ``resource_updated``, the resource's ``uri``."""
+
     kind: ChangeKind
     uri: str | None = None  # for "resource_updated"
 
@@ -34,6 +37,10 @@ class Subscription(Protocol):
 
 
 class Bus(Protocol):
+    """Carries list and resource changes to every ``subscriptions/listen`` stream, across
+    workers when it is shared (``mcpkit.backends.redis``); :class:`InMemoryBus` serves one
+    process."""
+
     def publish(self, change: Change) -> None:
         """Deliver ``change`` to every subscription (fire-and-forget; never blocks)."""
 
@@ -79,6 +86,7 @@ class InMemoryBus:
         self._subs: set[_MemorySubscription] = set()
 
     def publish(self, change: Change) -> None:
+        """Queue ``change`` for every subscription; one that fell ``maxsize`` behind is closed."""
         for sub in list(self._subs):
             if sub.queue.qsize() < self.maxsize:
                 sub.queue.put_nowait(change)
@@ -92,11 +100,13 @@ class InMemoryBus:
             sub.queue.put_nowait(None)
 
     def subscribe(self) -> _MemorySubscription:
+        """A new subscription; iterate it for changes, ``close()`` it when done."""
         sub = _MemorySubscription(self, self.maxsize + 1)
         self._subs.add(sub)
         return sub
 
     def close_all(self) -> None:
+        """Close every subscription (their streams end)."""
         for sub in list(self._subs):
             sub.close()
 

@@ -25,8 +25,10 @@ log = logging.getLogger("mcpkit.server")
 
 #: Answers one method: ``handler(ctx, params)`` returns its wire result (or raises MCPError).
 Handler = Callable[[Context, Any], Awaitable[Any]]
+"""Answers one method: ``handler(ctx, params)`` returns its wire result (or raises MCPError)."""
 #: Wraps a handler: ``wrapper(ctx, params, call_next)``; ``call_next(ctx, params)`` runs what it wraps.
 Wrapper = Callable[[Context, Any, Handler], Awaitable[Any]]
+"""Wraps a handler: ``wrapper(ctx, params, call_next)``; ``call_next(ctx, params)`` runs what it wraps."""
 
 
 def _bind(wrapper: Wrapper, inner: Handler) -> Handler:

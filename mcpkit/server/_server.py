@@ -320,9 +320,11 @@ class Server(Registrations):
         self._publish(Change("tools"))
 
     def notify_prompts_changed(self) -> None:
+        """Tell ``subscriptions/listen`` streams that opted in that the prompt list changed."""
         self._publish(Change("prompts"))
 
     def notify_resources_changed(self) -> None:
+        """Tell ``subscriptions/listen`` streams that opted in that the resource list changed."""
         self._publish(Change("resources"))
 
     def notify_resource_updated(self, uri: str) -> None:
