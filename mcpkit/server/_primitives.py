@@ -163,6 +163,8 @@ class ToolDef:
         self.wire.meta = meta or UNSET
 
     def to_result(self, value: Any) -> t.CallToolResult:
+        """The ``tools/call`` result for the handler's return value (structured content when the
+        tool has an output schema; a ``CallToolResult`` passes through)."""
         if isinstance(value, t.CallToolResult):
             return value
         out = self.output
