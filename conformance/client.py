@@ -265,7 +265,7 @@ async def harness_issuer(url: str) -> str | None:
     """
     import httpx
 
-    from mcpkit.auth._discovery import prm_urls
+    from mcpkit.client.oauth._discovery import prm_urls
 
     async with httpx.AsyncClient(timeout=10.0) as http:
         for candidate in prm_urls(url, None):

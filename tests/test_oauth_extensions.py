@@ -276,8 +276,8 @@ def test_dpop_refused_when_disabled() -> None:
 
 def test_dpop_proof_names_the_http_method_of_the_transports_own_requests() -> None:
     # The legacy session's GET stream and DELETE get the hook's first step: a GET proof, not POST.
-    from mcpkit.auth._jose import DPoPKey
     from mcpkit.client._auth import OutgoingRequest, first_step
+    from mcpkit.client.oauth._jose import DPoPKey
 
     oauth = OAuth(MCP_URL, grant="client_credentials", client_id="svc", client_secret="x")
     oauth._dpop_key = DPoPKey()

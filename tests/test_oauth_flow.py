@@ -22,8 +22,8 @@ import pytest
 
 from mcpkit import Client, Server
 from mcpkit.auth import FileTokenStorage, InMemoryTokenStorage, OAuth, OAuthError, follow_redirects
-from mcpkit.auth._challenge import parse_www_authenticate
-from mcpkit.auth._discovery import as_metadata_urls, prm_urls, resource_covers
+from mcpkit.client.oauth._challenge import parse_www_authenticate
+from mcpkit.client.oauth._discovery import as_metadata_urls, prm_urls, resource_covers
 from tests.helpers.aio import read_body
 
 BASE = "http://localhost"
@@ -432,7 +432,7 @@ def test_import_mcpkit_auth_is_lazy() -> None:
     import sys
 
     code = ("import sys, mcpkit, mcpkit.auth; "
-            "print(any(m.startswith(('httpx', 'joserfc', 'mcpkit.auth._')) for m in sys.modules))")
+            "print(any(m.startswith(('httpx', 'joserfc', 'mcpkit.auth._', 'mcpkit.client')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -124,7 +124,7 @@ def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
 
 
 def _canonical(url: str) -> str:
-    from ..auth._discovery import canonical_resource
+    from ..client.oauth import canonical_resource
 
     return canonical_resource(url)
 

@@ -25,8 +25,8 @@ import pytest
 
 from mcpkit import Client, Server
 from mcpkit.auth import FileTokenStorage, LoopbackRedirect, OAuth, OAuthError, follow_redirects
-from mcpkit.auth import _urls as U
-from mcpkit.auth._urlguard import check_url
+from mcpkit.client.oauth import _urls as U
+from mcpkit.client.oauth._urlguard import check_url
 from tests.helpers.aio import read_body, run, until
 from tests.helpers.cli import mcpkit
 from tests.helpers.oidc import ThreadedServer

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from ..client._auth import Auth, OutgoingRequest
-from ..client._transport import Response
+from .._auth import Auth, OutgoingRequest
+from .._transport import Response
 from . import _discovery as D
 from . import _urls as U
 from ._binding import bind
