@@ -14,6 +14,13 @@ from ..._lazy import lazy_exports as _lazy_exports
 _EXPORTS = {
     "OAuth": "mcpkit.client.oauth._hook",
     "OAuthError": "mcpkit.client.oauth._errors",
+    "Grant": "mcpkit.client.oauth.grants",
+    "AuthorizationCode": "mcpkit.client.oauth.grants",
+    "ClientCredentials": "mcpkit.client.oauth.grants",
+    "JWTBearer": "mcpkit.client.oauth.grants",
+    "EnterpriseManaged": "mcpkit.client.oauth.grants",
+    "Registration": "mcpkit.client.oauth._options",
+    "Network": "mcpkit.client.oauth._options",
     "AuthorizationResponse": "mcpkit.client.oauth._redirects",
     "follow_redirects": "mcpkit.client.oauth._redirects",
     "TokenStorage": "mcpkit.client.oauth._storage",
@@ -35,12 +42,19 @@ if TYPE_CHECKING:
     from ._errors import OAuthError as OAuthError
     from ._hook import OAuth as OAuth
     from ._loopback import LoopbackRedirect as LoopbackRedirect
+    from ._options import Network as Network
+    from ._options import Registration as Registration
     from ._redirects import AuthorizationResponse as AuthorizationResponse
     from ._redirects import follow_redirects as follow_redirects
     from ._storage import FileTokenStorage as FileTokenStorage
     from ._storage import InMemoryTokenStorage as InMemoryTokenStorage
     from ._storage import TokenStorage as TokenStorage
     from ._storage import default_storage_dir as default_storage_dir
+    from .grants import AuthorizationCode as AuthorizationCode
+    from .grants import ClientCredentials as ClientCredentials
+    from .grants import EnterpriseManaged as EnterpriseManaged
+    from .grants import Grant as Grant
+    from .grants import JWTBearer as JWTBearer
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
