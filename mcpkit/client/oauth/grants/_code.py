@@ -55,6 +55,7 @@ class AuthorizationCode(Grant):
 
     @property
     def offline_access(self) -> bool:
+        """``request_refresh_tokens``: ask for ``offline_access`` when the server offers it."""
         return self.request_refresh_tokens
 
     def validate(self, registration: Registration, network: Network) -> None:

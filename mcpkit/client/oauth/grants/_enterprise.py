@@ -42,6 +42,7 @@ class EnterpriseManaged(Grant):
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> Grant:
+        """The grant from the older spelling's ``idp_*`` keywords (ValueError without the two it needs)."""
         if not (keywords.get("idp_token_endpoint") and keywords.get("idp_id_token") is not None):
             raise ValueError("the enterprise grant needs idp_token_endpoint, idp_id_token and client_id")
         return cls(**keywords)

@@ -43,6 +43,7 @@ class JWTBearer(Grant):
             raise ValueError("the jwt_bearer grant needs assertion, assertion_file or assertion_env")
 
     async def workload_token(self) -> str:
+        """The platform's token, from the first source given (read afresh each time)."""
         if self.assertion is not None:
             return await resolve(self.assertion)
         if self.assertion_file is not None:
