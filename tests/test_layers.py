@@ -133,7 +133,7 @@ def test_checker_sees_imports(sub: str) -> None:
 
 MAX_LINES = 600
 #: Modules still over MAX_LINES, each waiting for its split. Only ever remove entries.
-OVERSIZE_ALLOWED = frozenset({"mcpkit/auth/_oauth.py"})
+OVERSIZE_ALLOWED: frozenset[str] = frozenset()
 
 
 def _oversize() -> dict[str, int]:

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..auth import OAuth
+    from ..auth import OAuth, Registration
     from ..client import Auth
 
 EXIT_USAGE = 2
@@ -81,29 +81,37 @@ def _storage(args: argparse.Namespace) -> Any:
     return FileTokenStorage(getattr(args, "token_store", None))
 
 
-def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
-    from ..auth import OAuth, OAuthError
+def _registration(args: argparse.Namespace) -> Registration:
+    from ..auth import Registration
 
-    secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET")
     key = None
-    if args.private_key:
+    if getattr(args, "private_key", None):
         with open(args.private_key, "rb") as f:
             key = f.read()
-    kw: dict[str, Any] = {"client_id": args.client_id, "client_secret": secret, "private_key": key,
-                          "signing_algorithm": args.signing_alg, "scope": args.scope, "storage": _storage(args),
-                          "client_name": "mcpkit", "issuer": getattr(args, "issuer", None),
-                          "allow_private_network": getattr(args, "allow_private_network", False),
-                          "allow_cross_origin_metadata": getattr(args, "allow_cross_origin_metadata", False)}
+    secret = getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET")
+    return Registration(client_id=getattr(args, "client_id", None), client_secret=secret,
+                        issuer=getattr(args, "issuer", None), private_key=key,
+                        signing_algorithm=getattr(args, "signing_alg", "ES256"), client_name="mcpkit")
+
+
+def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
+    from ..auth import AuthorizationCode, ClientCredentials, Grant, Network, OAuth, OAuthError
+
+    network = Network(allow_private_network=getattr(args, "allow_private_network", False),
+                      allow_cross_origin_metadata=getattr(args, "allow_cross_origin_metadata", False))
+    grant: Grant
     if args.client_credentials:
-        return OAuth(url, grant="client_credentials", **kw)
-    if interactive:  # the loopback listener is made only when a login is needed
-        return OAuth(url, open_browser=not args.no_browser, **kw)
+        grant = ClientCredentials()
+    elif interactive:  # the loopback listener is made only when a login is needed
+        grant = AuthorizationCode(open_browser=not args.no_browser)
+    else:
+        async def no_person(authorization_url: str, redirect_uri: str) -> str:
+            raise OAuthError(f"{url} needs a login: run `mcpkit login {url}` on a terminal, or pass --bearer",
+                             error="login_required")
 
-    async def no_person(authorization_url: str, redirect_uri: str) -> str:
-        raise OAuthError(f"{url} needs a login: run `mcpkit login {url}` on a terminal, or pass --bearer",
-                         error="login_required")
-
-    return OAuth(url, authorizer=no_person, redirect_uri="http://127.0.0.1/callback", **kw)
+        grant = AuthorizationCode(no_person, redirect_uri="http://127.0.0.1/callback")
+    return OAuth(url, grant, registration=_registration(args), scope=args.scope, storage=_storage(args),
+                 network=network)
 
 
 def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
@@ -124,7 +132,7 @@ def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
 
 
 def _canonical(url: str) -> str:
-    from ..auth._discovery import canonical_resource
+    from ..client.oauth import canonical_resource
 
     return canonical_resource(url)
 
@@ -159,9 +167,7 @@ def run_login_command(args: argparse.Namespace) -> int:
     if args.cmd == "logout":
         from ..auth import OAuth
 
-        oauth = OAuth(args.url, storage=_storage(args), client_id=getattr(args, "client_id", None),
-                      issuer=getattr(args, "issuer", None),
-                      client_secret=getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET"))
+        oauth = OAuth(args.url, registration=_registration(args), storage=_storage(args))
         if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
             print(f"Logged out of {args.url}.")
         else:
