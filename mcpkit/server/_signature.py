@@ -164,7 +164,7 @@ class Signature:
             if fixed is arguments:
                 raise
             args = msgspec.convert(fixed or {}, self.args_type)
-        return {n: getattr(args, n) for n in self.param_names}
+        return {n: getattr(args, n) for n in self.param_names}  # the fields of the user function's argument struct
 
 
 def _whole_floats_to_int(value: Any) -> Any:
@@ -204,7 +204,7 @@ class Output:
             return
         if ret is str or _is_content_type(ret):
             return
-        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):
+        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):  # the user's return annotation
             return
         try:
             schema = _inline_root(msgspec.json.schema(ret))
