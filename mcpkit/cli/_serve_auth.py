@@ -56,7 +56,7 @@ def plan_auth(ns: argparse.Namespace, server: Any) -> Plan | str:
     if public_url is None and is_wildcard(ns.host):
         return _wildcard(ns.host)
     try:
-        from ..auth.server import build_auth_from_cli
+        from ..server.auth import build_auth_from_cli
 
         return build_auth_from_cli(ns), None
     except ImportError:

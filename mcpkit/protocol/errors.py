@@ -66,6 +66,16 @@ class InvalidHeaderAnnotation(MCPKitError, ValueError):
         self.reason = reason
 
 
+class InsufficientScope(MCPKitError):
+    """The authenticated caller's token lacks scopes one request needs (``scopes``, all of
+    them). Raised by the server's entry for transports before anything runs; the transport
+    answers it (HTTP: 403 with a challenge naming the scopes)."""
+
+    def __init__(self, scopes: frozenset[str]) -> None:
+        super().__init__(f"the access token lacks a scope this request needs: {' '.join(sorted(scopes))}")
+        self.scopes = scopes
+
+
 class RoutingError(MCPKitError):
     """The router was used out of order (after ``close()``, or a legacy session never bound).
 

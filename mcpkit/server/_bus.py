@@ -3,9 +3,10 @@
 The server publishes :class:`Change` events; every open listen stream subscribes. The
 interface is deliberately small so a cross-process bus can replace :class:`InMemoryBus`
 without touching the server: ``mcpkit.backends.redis.RedisBus`` (Redis pub/sub, for several
-workers behind a load balancer) does. A shared bus may also have an async ``ready()``, which
-raises :class:`~mcpkit.protocol.errors.MCPError` while it cannot receive changes:
-``Server.use_bus`` then awaits it before each ``subscriptions/listen`` is acknowledged.
+workers behind a load balancer) does. A bus's async ``ready()`` raises
+:class:`~mcpkit.protocol.errors.MCPError` while it cannot receive changes (a shared bus whose
+connection is down; the in-memory bus is always ready): a bus installed with
+``Server.use_bus`` is asked before each ``subscriptions/listen`` is acknowledged.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class Bus(Protocol):
 
     def subscribe(self) -> Subscription:
         """A new subscription; iterate it for changes, ``close()`` it when done."""
+
+    async def ready(self) -> None:
+        """Return when changes can be received now; raise ``MCPError`` when they cannot."""
 
 
 class _MemorySubscription:
@@ -98,6 +102,9 @@ class InMemoryBus:
             self._subs.discard(sub)
             sub.queue = asyncio.Queue(1)
             sub.queue.put_nowait(None)
+
+    async def ready(self) -> None:
+        """Always ready: changes published in this process reach its subscribers."""
 
     def subscribe(self) -> _MemorySubscription:
         """A new subscription; iterate it for changes, ``close()`` it when done."""

@@ -11,9 +11,9 @@ from ..protocol.types import RequestMeta
 from ._input import InputChannel, InputRequests, check_capabilities, parse_answer, schema_of
 
 if TYPE_CHECKING:
-    from ..auth.server._principal import Principal
     from ..extensions import Extension
     from ._server import Server
+    from .auth._principal import Principal
 
 #: Sends one notification (method, params) on this request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]

@@ -181,7 +181,7 @@ class Signature:
             if fixed is arguments:
                 raise
             args = msgspec.convert(fixed or {}, self.args_type)
-        values = {n: getattr(args, n) for n in self.param_names}
+        values = {n: getattr(args, n) for n in self.param_names}  # the fields of the user function's argument struct
         if self.pydantic is not None:
             self.pydantic.validate(values)
         return values
@@ -227,7 +227,7 @@ class Output:
             return
         if ret is str or _is_content_type(ret):
             return
-        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):
+        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):  # the user's return annotation
             return
         if _pydantic.wants(raw, ret):
             found = _pydantic.output(raw)

@@ -98,6 +98,8 @@ class ResourceServerAuth:
         if list_mode not in ("filter", "all"):
             raise ValueError("list_mode must be 'filter' or 'all'")
         self.verifier = verifier
+        # The verifier may be the user's own (a TokenVerifier needs only verify()); one that has
+        # an ``issuer`` (mcpkit's JWTVerifier, or yours) names the authorization server.
         issuer = issuer or getattr(verifier, "issuer", None)
         servers = list(authorization_servers) if authorization_servers is not None else ([issuer] if issuer else [])
         if not servers:
