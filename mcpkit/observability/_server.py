@@ -17,6 +17,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
 from ..errors import MCPError
+from ..protocol import types as t
+from ..protocol.types import request_target
 from ..server._context import Context
 from ..server._dispatch import Handler
 from ..server._input import InputRequired
@@ -45,7 +47,7 @@ class ServerTelemetry:
     async def __call__(self, ctx: Context, params: Any, call_next: Handler) -> Any:
         start = _perf()
         method = ctx.method
-        span_name, attrs = C.target_attributes(method, getattr(params, "name", None), getattr(params, "uri", None))
+        span_name, attrs = C.target_attributes(method, *request_target(params))
         rid = C.request_id(ctx.request_id)
         if rid is not None:
             attrs[C.REQUEST_ID] = rid
@@ -65,7 +67,7 @@ class ServerTelemetry:
             if ambient.is_valid:
                 links = [trace.Link(ambient)]
         if self.capture_content and method == "tools/call":
-            attrs[C.TOOL_ARGUMENTS] = C.to_json(getattr(params, "arguments", None))
+            attrs[C.TOOL_ARGUMENTS] = C.to_json(params.arguments if isinstance(params, t.CallToolParams) else None)
         span = self.tracer.start_span(span_name, parent, SpanKind.SERVER, attrs, links)
         # The handler runs in the span (and with the client's baggage, which the extracted context holds).
         token = context.attach(trace.set_span_in_context(span, parent))
@@ -91,7 +93,7 @@ class ServerTelemetry:
             span.set_status(Status(StatusCode.ERROR, "cancelled"))
             raise
         else:
-            if method == "tools/call" and getattr(result, "isError", False) is True:
+            if isinstance(result, t.CallToolResult) and result.isError is True:
                 error = C.TOOL_ERROR
                 span.set_status(Status(StatusCode.ERROR, _first_text(result)))
             elif self.capture_content and method == "tools/call":
@@ -107,8 +109,7 @@ class ServerTelemetry:
 
 
 def _first_text(result: Any) -> str:
-    for block in getattr(result, "content", None) or ():
-        text = getattr(block, "text", None)
-        if isinstance(text, str):
-            return text[:200]
+    for block in result.content if isinstance(result, t.CallToolResult) else ():
+        if isinstance(block, t.TextContent):
+            return block.text[:200]
     return "tool error"

@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..errors import MCPError
+from ..protocol.types import request_target
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -156,7 +157,7 @@ class RateLimits:
         rules = self._by_method.get(ctx.method)
         if rules or self._every:
             who = self.key(ctx)
-            name = getattr(params, "name", None)
+            name = request_target(params)[0]
             for i, rule in (*(rules or ()), *self._every):
                 if rule.name is not None and rule.name != name:
                     continue
