@@ -125,12 +125,12 @@ class Backend:
             cap = caps.get(name)
             return isinstance(cap, dict) and bool(cap.get("listChanged"))
 
-        want = {"tools": changes("tools"), "prompts": changes("prompts"), "resources_list": changes("resources")}
-        if not any(want.values()) or self.client is None:
+        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
+        if not (tools or prompts or resources) or self.client is None:
             return
         while True:
             try:
-                async for _note in self.client.listen(**want):
+                async for _note in self.client.listen(tools=tools, prompts=prompts, resources_list=resources):
                     pass  # every note reaches _note through the client's on_notification
             except asyncio.CancelledError:
                 raise
