@@ -227,3 +227,50 @@ def test_front_client_without_the_capability_gets_32021_not_a_hang() -> None:
     finally:
         front.close()
     assert err.code == -32021
+
+
+# ------------------------------------------------------------------ the README
+def test_readme_proxy_snippet_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Proxy"):readme.index("## Both eras")]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=subprocess_env(), cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "{'result': 5}"
+    assert "mcpkit proxy --http --port 9000 -- npx" in section
+
+
+def test_backend_list_changes_reach_the_fronts_listeners() -> None:
+    back = Server("growing", legacy=False)
+
+    @back.tool()
+    def grow() -> str:
+        back.tool(name="grown")(lambda: "new")   # registered on the backend's own loop: it notifies
+        return "grown"
+
+    front = proxy(back)
+    try:
+        async def main() -> tuple[str, list[str]]:
+            import asyncio
+
+            async with Client(front) as client:
+                got: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+                async def listen() -> None:
+                    async for note in client.listen(tools=True):
+                        if not got.done():
+                            got.set_result(note.method)
+
+                task = asyncio.ensure_future(listen())
+                await asyncio.sleep(0.3)   # the stream is acknowledged
+                await client.call_tool("grow", {})
+                method = await asyncio.wait_for(got, 10)
+                task.cancel()
+                return method, [t.name for t in await client.list_tools(cache="refresh")]
+
+        method, names = run(main(), 30)
+    finally:
+        front.close()
+    assert method == "notifications/tools/list_changed"
+    assert "grown" in names
