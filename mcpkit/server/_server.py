@@ -343,7 +343,26 @@ class Server(Registrations):
         return subscriptions.acknowledge(wanted, self._capability_names)
 
     # ---------------------------------------------------------------- what the server offers
+    def advertise(self, capabilities: t.ServerCapabilities | None) -> None:
+        """Advertise ``capabilities`` instead of what the registrations imply (a proxy
+        advertises its backend's); methods are gated on them as usual. None: follow the
+        registrations again."""
+        self._advertised = capabilities
+        self._refresh_capabilities()
+
+    def _advertised_capabilities(self, caps: t.ServerCapabilities) -> None:
+        names = {name for name in ("tools", "resources", "prompts", "completions")
+                 if getattr(caps, name) is not UNSET}
+        if caps.extensions is not UNSET:
+            names.update(f"extensions/{k}" for k in caps.extensions)
+        self._caps = caps
+        self._capability_names = frozenset(names)
+
     def _refresh_capabilities(self) -> None:
+        advertised: t.ServerCapabilities | None = getattr(self, "_advertised", None)
+        if advertised is not None:
+            self._advertised_capabilities(advertised)
+            return
         caps = t.ServerCapabilities()
         names = set()
         if self._tools:
