@@ -333,9 +333,9 @@ def _end(child: Any) -> None:
 
 
 def _watch_roots(spec: str) -> list[str]:
-    from ..server._loader import file_spec
+    from ..server import spec_file
 
-    path = file_spec(spec)[0]
+    path = spec_file(spec)[0]
     if path is not None:
         return [os.path.dirname(os.path.abspath(path)) or "."]
     return [os.getcwd()]
@@ -394,10 +394,10 @@ def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
 def _load_or_report(spec: str) -> Server | None:
     """The server, or None after printing one line saying why not."""
     from ..errors import ServerLoadError
-    from ..server._loader import load
+    from ..server import load_spec
 
     try:
-        server, ran = load(spec)
+        server, ran = load_spec(spec)
     except ServerLoadError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return None
