@@ -62,9 +62,9 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
         except Exception as exc:
             raise ValueError(f"cannot reach Redis at {redis_url}: {exc}") from None
     if env.get("MCPKIT_STATE_KEYS"):
-        from .server._keys import parse_env
+        from .server import parse_state_keys
 
-        parse_env(env["MCPKIT_STATE_KEYS"])  # a weak key: WeakKeyError (a ValueError), one line
+        parse_state_keys(env["MCPKIT_STATE_KEYS"])  # a weak key: WeakKeyError (a ValueError), one line
     if workers == 1:
         os.environ.update(env)
         _serve(config, sockets=None, host=host, port=port)
@@ -162,7 +162,7 @@ class _Supervisor:
 
 def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host: str = "127.0.0.1",
            port: int = 8000) -> None:
-    from .server._loader import load_server
+    from .server import load_server
     from .transports.http import run_http_server
 
     # run_http_server applies the server's own auth (Server(auth=...)), with the audience fixed

@@ -18,48 +18,34 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports as _lazy_exports
 
-_EXPORTS = {
-    "OAuth": "mcpkit.client.oauth._hook",
-    "OAuthError": "mcpkit.client.oauth._errors",
-    "Grant": "mcpkit.client.oauth.grants",
-    "AuthorizationCode": "mcpkit.client.oauth.grants",
-    "ClientCredentials": "mcpkit.client.oauth.grants",
-    "JWTBearer": "mcpkit.client.oauth.grants",
-    "EnterpriseManaged": "mcpkit.client.oauth.grants",
-    "Registration": "mcpkit.client.oauth._options",
-    "Network": "mcpkit.client.oauth._options",
-    "AuthorizationResponse": "mcpkit.client.oauth._redirects",
-    "follow_redirects": "mcpkit.client.oauth._redirects",
-    "TokenStorage": "mcpkit.client.oauth._storage",
-    "InMemoryTokenStorage": "mcpkit.client.oauth._storage",
-    "FileTokenStorage": "mcpkit.client.oauth._storage",
-    "default_storage_dir": "mcpkit.client.oauth._storage",
-    "LoopbackRedirect": "mcpkit.client.oauth._loopback",
-    "WWWAuthenticate": "mcpkit.client.oauth._challenge",
-    "parse_www_authenticate": "mcpkit.client.oauth._challenge",
-}
+_NAMES = ("OAuth", "OAuthError", "Grant", "AuthorizationCode", "ClientCredentials", "JWTBearer", "EnterpriseManaged",
+          "Registration", "Network", "AuthorizationResponse", "follow_redirects", "TokenStorage",
+          "InMemoryTokenStorage", "FileTokenStorage", "default_storage_dir", "LoopbackRedirect", "WWWAuthenticate",
+          "parse_www_authenticate")
+#: Each name is the attribute of the same name of ``mcpkit.client.oauth`` (itself lazy).
+_EXPORTS = dict.fromkeys(_NAMES, "mcpkit.client.oauth")
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ..client.oauth._challenge import WWWAuthenticate as WWWAuthenticate
-    from ..client.oauth._challenge import parse_www_authenticate as parse_www_authenticate
-    from ..client.oauth._errors import OAuthError as OAuthError
-    from ..client.oauth._hook import OAuth as OAuth
-    from ..client.oauth._loopback import LoopbackRedirect as LoopbackRedirect
-    from ..client.oauth._options import Network as Network
-    from ..client.oauth._options import Registration as Registration
-    from ..client.oauth._redirects import AuthorizationResponse as AuthorizationResponse
-    from ..client.oauth._redirects import follow_redirects as follow_redirects
-    from ..client.oauth._storage import FileTokenStorage as FileTokenStorage
-    from ..client.oauth._storage import InMemoryTokenStorage as InMemoryTokenStorage
-    from ..client.oauth._storage import TokenStorage as TokenStorage
-    from ..client.oauth._storage import default_storage_dir as default_storage_dir
-    from ..client.oauth.grants import AuthorizationCode as AuthorizationCode
-    from ..client.oauth.grants import ClientCredentials as ClientCredentials
-    from ..client.oauth.grants import EnterpriseManaged as EnterpriseManaged
-    from ..client.oauth.grants import Grant as Grant
-    from ..client.oauth.grants import JWTBearer as JWTBearer
+    from ..client.oauth import AuthorizationCode as AuthorizationCode
+    from ..client.oauth import AuthorizationResponse as AuthorizationResponse
+    from ..client.oauth import ClientCredentials as ClientCredentials
+    from ..client.oauth import EnterpriseManaged as EnterpriseManaged
+    from ..client.oauth import FileTokenStorage as FileTokenStorage
+    from ..client.oauth import Grant as Grant
+    from ..client.oauth import InMemoryTokenStorage as InMemoryTokenStorage
+    from ..client.oauth import JWTBearer as JWTBearer
+    from ..client.oauth import LoopbackRedirect as LoopbackRedirect
+    from ..client.oauth import Network as Network
+    from ..client.oauth import OAuth as OAuth
+    from ..client.oauth import OAuthError as OAuthError
+    from ..client.oauth import Registration as Registration
+    from ..client.oauth import TokenStorage as TokenStorage
+    from ..client.oauth import WWWAuthenticate as WWWAuthenticate
+    from ..client.oauth import default_storage_dir as default_storage_dir
+    from ..client.oauth import follow_redirects as follow_redirects
+    from ..client.oauth import parse_www_authenticate as parse_www_authenticate
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

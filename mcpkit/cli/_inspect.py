@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
 async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> int:
     import uvicorn
 
-    from ..inspect._app import Inspector, InspectorApp
+    from ..inspect import Inspector, InspectorApp
 
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
@@ -99,7 +99,7 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
         # redirects with a one-time code instead (mcpkit.inspect._launch).
         import webbrowser
 
-        from ..inspect._launch import RedirectFile
+        from ..inspect import RedirectFile
 
         redirect = RedirectFile(f"http://127.0.0.1:{port}/?code={app.codes.issue()}")
         app.codes.on_used.append(redirect.remove_file)

@@ -116,9 +116,9 @@ def main(argv: list[str]) -> int:
 # ---------------------------------------------------------------- stdio
 def _serve_stdio(ns: argparse.Namespace) -> int:
     # Before the user's module runs: an import-time print() must not reach the MCP stream.
-    from ..transports import _stdio_main
+    from ..transports import claim_stdout, run_stdio_server
 
-    out_fd = _stdio_main.claim_stdout()
+    out_fd = claim_stdout()
 
     def on_signal(signum: int, frame: Any) -> None:
         _stopped_line(signum)
@@ -135,9 +135,9 @@ def _serve_stdio(ns: argparse.Namespace) -> int:
         print(startup_line(server, "stdio"), file=sys.stderr)
     signal.signal(signal.SIGINT, on_signal)
     options: dict[str, Any] = {"out_fd": out_fd}
-    if _accepts(_stdio_main.run_stdio_server, "fast_exit"):
+    if _accepts(run_stdio_server, "fast_exit"):
         options["fast_exit"] = True
-    _stdio_main.run_stdio_server(server, **options)
+    run_stdio_server(server, **options)
     return 0
 
 
@@ -333,9 +333,9 @@ def _end(child: Any) -> None:
 
 
 def _watch_roots(spec: str) -> list[str]:
-    from ..server._loader import file_spec
+    from ..server import spec_file
 
-    path = file_spec(spec)[0]
+    path = spec_file(spec)[0]
     if path is not None:
         return [os.path.dirname(os.path.abspath(path)) or "."]
     return [os.getcwd()]
@@ -394,10 +394,10 @@ def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
 def _load_or_report(spec: str) -> Server | None:
     """The server, or None after printing one line saying why not."""
     from ..errors import ServerLoadError
-    from ..server._loader import load
+    from ..server import load_spec
 
     try:
-        server, ran = load(spec)
+        server, ran = load_spec(spec)
     except ServerLoadError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return None

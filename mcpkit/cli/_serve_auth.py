@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..transports._resource import is_wildcard
+from ..transports import is_wildcard
 
 #: (auth, public_url) to serve with, or the one line saying why not.
 Plan = tuple[Any, "str | None"]

@@ -26,3 +26,14 @@ class RequestObserver(Protocol):
 
 #: The observer of every Client's requests in this process (None: none).
 observer: RequestObserver | None = None
+
+
+def request_observer() -> RequestObserver | None:
+    """The observer of every Client's requests in this process (None: none)."""
+    return observer
+
+
+def set_request_observer(new: RequestObserver | None) -> None:
+    """Make ``new`` the observer of every Client's requests in this process (None: none)."""
+    global observer
+    observer = new

@@ -62,16 +62,16 @@ def instrument_clients(*, capture_content: bool = False, tracer_provider: Any = 
         from ._client import ClientTelemetry
     except ImportError as exc:
         raise ImportError(_MISSING) from exc
-    from ..client import _hooks
+    from ..client import set_request_observer
 
-    _hooks.observer = ClientTelemetry(capture_content=capture_content, tracer_provider=tracer_provider,
-                                      meter_provider=meter_provider)
+    set_request_observer(ClientTelemetry(capture_content=capture_content, tracer_provider=tracer_provider,
+                                         meter_provider=meter_provider))
 
 
 def uninstrument_clients() -> None:
-    from ..client import _hooks
+    from ..client import set_request_observer
 
-    _hooks.observer = None
+    set_request_observer(None)
 
 
 def disabled() -> bool:
@@ -102,9 +102,9 @@ def auto_instrument(server: Server, transport: str | None = None) -> bool:
     :func:`disabled`; called when a server starts serving. True when it did."""
     if server in _servers or disabled() or not configured():
         return False
-    from ..client import _hooks
+    from ..client import request_observer
 
-    if _hooks.observer is None:
+    if request_observer() is None:
         instrument_clients()
     return instrument_server(server, transport=transport)
 
@@ -127,9 +127,9 @@ def setup(server: Server, transport: str | None = None, *, force: bool = False) 
                 raise ImportError(_MISSING) from exc
         else:
             initialize()
-    from ..client import _hooks
+    from ..client import request_observer
 
-    if _hooks.observer is None:
+    if request_observer() is None:
         instrument_clients()
     return instrument_server(server, transport=transport)
 

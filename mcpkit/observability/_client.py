@@ -1,6 +1,6 @@
 """The client side: one CLIENT span and one ``mcp.client.operation.duration`` point per request.
 
-Installed as the client's request observer (:mod:`mcpkit.client._hooks`): the span starts
+Installed as the client's request observer (``mcpkit.client.set_request_observer``): the span starts
 when the request leaves and ends when its answer arrives (or the time limit passes); its
 context goes into ``params._meta`` (``traceparent``, ``tracestate``, ``baggage``) through the
 configured propagators, so the server's span is its child.
@@ -21,8 +21,7 @@ from .._version import __version__
 from . import _conv as C
 
 if TYPE_CHECKING:
-    from ..client._client import Client
-    from ..client._hooks import Around
+    from ..client import Around, Client
     from ..protocol import codec
 
 _perf = time.perf_counter
@@ -129,4 +128,4 @@ class ClientTelemetry:
 
 
 if TYPE_CHECKING:
-    from ..client._transport import Response
+    from ..client import Response

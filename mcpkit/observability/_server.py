@@ -19,9 +19,7 @@ from .._version import __version__
 from ..errors import MCPError
 from ..protocol import types as t
 from ..protocol.types import request_target
-from ..server._context import Context
-from ..server._dispatch import Handler
-from ..server._input import InputRequired
+from ..server import Context, Handler, InputRequired
 from . import _conv as C
 
 _perf = time.perf_counter

@@ -32,9 +32,12 @@ class Change(NamedTuple):
 
 
 class Subscription(Protocol):
+    """What :meth:`Bus.subscribe` returns: iterate it for the changes, ``close()`` it when done."""
+
     def __aiter__(self) -> AsyncIterator[Change]: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop receiving changes (the iteration ends)."""
 
 
 class Bus(Protocol):

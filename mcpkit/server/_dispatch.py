@@ -22,7 +22,7 @@ from ._encode import MrtrChannel
 from ._input import InputRequired
 
 if TYPE_CHECKING:
-    from ..transports._interface import Envelope
+    from ..transports import Envelope
     from ._encode import Era
     from ._server import Server
 

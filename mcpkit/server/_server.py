@@ -15,8 +15,7 @@ from ..protocol import codec, errors, inbound, subscriptions, versions
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.codec import Reply
-from ..transports._interface import Envelope
-from ..transports._loading import hand_over
+from ..transports import Envelope, hand_over
 from ._bus import Bus, Change, ChangeKind, InMemoryBus
 from ._context import Emit
 from ._dispatch import Handler, MethodTable, Wrapper
@@ -33,8 +32,7 @@ from ._state import KeyRing, StateSealer
 if TYPE_CHECKING:
     from ..extensions import Extension
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
-    from ..transports._http_legacy import SessionStore
-    from ..transports._interface import Dispatcher, SendRaw
+    from ..transports import Dispatcher, SendRaw, SessionStore
     from ._legacy import LegacySession
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
@@ -434,7 +432,7 @@ class Server(Registrations):
         hand_over(self)
         _auto_telemetry(self, transport)
         if transport == "stdio":
-            from ..transports._stdio_main import run_stdio_server
+            from ..transports import run_stdio_server
 
             run_stdio_server(self, **kwargs)
         elif transport == "http":

@@ -60,11 +60,11 @@ class KeyRing:
     """
 
     def __init__(self, keys: Iterable[str | bytes] | None = None) -> None:
-        from ._keys import derive, key_material, parse_env
+        from ._keys import derive, key_material, parse_state_keys
 
         if keys is None:
             env = os.environ.get("MCPKIT_STATE_KEYS")
-            raw = parse_env(env) if env and env.strip(" ,") else []
+            raw = parse_state_keys(env) if env and env.strip(" ,") else []
         else:
             raw = [key_material(k, index=i) for i, k in enumerate(keys, 1)]
         self.ephemeral = not raw

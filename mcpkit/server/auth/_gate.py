@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...protocol import errors
-from ...transports._interface import AuthRefusal
+from ...transports import AuthRefusal
 from ._compact import MAX_TOKEN_LENGTH
 from ._dpop import DPoPChecker
 from ._principal import InvalidToken, Principal, ScopeRule, TokenRequest, TokenVerifier, exact_scopes
