@@ -82,13 +82,33 @@ def _storage(args: argparse.Namespace) -> Any:
 
 
 def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
-    from ..auth import OAuth, OAuthError
+    """The OAuth hook the options describe; CliError (one line) for options that cannot work."""
+    from ..errors import CliError
+
+    try:
+        return _make_oauth(args, url, interactive=interactive)
+    except ImportError as exc:
+        raise CliError(f"OAuth needs the oauth extra: pip install 'mcpkit[oauth]' ({exc})") from None
+    except ValueError as exc:  # the OAuth client's own check of its options
+        raise CliError(str(exc), 2) from None
+
+
+def _make_oauth(args: argparse.Namespace, url: str, *, interactive: bool) -> OAuth:
+    from ..errors import CliError
 
     secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET")
+    if args.client_credentials and not args.client_id:
+        raise CliError("--client-credentials needs --client-id, and --client-secret (or MCPKIT_CLIENT_SECRET) "
+                       "or --private-key", 2)
     key = None
     if args.private_key:
-        with open(args.private_key, "rb") as f:
-            key = f.read()
+        try:
+            with open(args.private_key, "rb") as f:
+                key = f.read()
+        except OSError as exc:
+            raise CliError(f"--private-key {args.private_key}: {exc.strerror or exc}", 2) from None
+    from ..auth import OAuth, OAuthError
+
     kw: dict[str, Any] = {"client_id": args.client_id, "client_secret": secret, "private_key": key,
                           "signing_algorithm": args.signing_alg, "scope": args.scope, "storage": _storage(args),
                           "client_name": "mcpkit", "issuer": getattr(args, "issuer", None),
@@ -130,7 +150,7 @@ def _canonical(url: str) -> str:
 
 
 async def _login(args: argparse.Namespace) -> int:
-    from ..auth import OAuthError
+    from ..errors import OAuthError
     from ._safe import clean, set_raw
 
     set_raw(getattr(args, "raw", False))
@@ -138,7 +158,11 @@ async def _login(args: argparse.Namespace) -> int:
     try:
         tokens = await oauth.authorize(force=args.force)
     except OAuthError as exc:
-        print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
+        if await _answers_without_auth(args.url):
+            print(clean(f"mcpkit login: {args.url} answers without authorization: there is nothing to log in to "
+                        f"(the login attempt said: {exc})"), file=sys.stderr)
+        else:
+            print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
         return EXIT_FAIL
     parts = [f"Logged in to {args.url}", f"authorization server {tokens.get('issuer')}"]
     if tokens.get("scope") or tokens.get("scope_requested"):
@@ -151,23 +175,57 @@ async def _login(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _answers_without_auth(url: str) -> bool:
+    """Whether the server at ``url`` answers ``server/discover`` (or ``initialize``) with no
+    token at all: a failed login there is not what stands in the way."""
+    from ..client import Client
+    from ..errors import MCPKitError
+
+    try:
+        async with Client(url, timeout=5.0, probe_timeout=5.0, cache=False, restart=False):
+            return True
+    except (MCPKitError, OSError, TimeoutError, ValueError):
+        return False
+
+
 def run_login_command(args: argparse.Namespace) -> int:
     """Run ``login`` or ``logout`` from parsed arguments; returns the exit status."""
+    from ..errors import CliError
+
     if not str(getattr(args, "url", "")).startswith(("http://", "https://")):
         print(f"mcpkit {args.cmd}: URL must be http(s)", file=sys.stderr)
         return EXIT_USAGE
-    if args.cmd == "logout":
+    if args.cmd == "login" and args.bearer:
+        print("mcpkit login: --bearer gives a token to the other commands (mcpkit call --bearer TOKEN ...); "
+              "login gets a token, so it takes no --bearer", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.cmd == "logout":
+            return _logout(args)
+        return asyncio.run(_login(args))
+    except CliError as exc:
+        print(f"mcpkit {args.cmd}: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def _logout(args: argparse.Namespace) -> int:
+    from ..errors import CliError
+
+    try:
         from ..auth import OAuth
 
         oauth = OAuth(args.url, storage=_storage(args), client_id=getattr(args, "client_id", None),
                       issuer=getattr(args, "issuer", None),
                       client_secret=getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET"))
-        if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
-            print(f"Logged out of {args.url}.")
-        else:
-            print(f"No stored tokens for {args.url}.")
-        return 0
-    return asyncio.run(_login(args))
+    except ImportError as exc:
+        raise CliError(f"OAuth needs the oauth extra: pip install 'mcpkit[oauth]' ({exc})") from None
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+    if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
+        print(f"Logged out of {args.url}.")
+    else:
+        print(f"No stored tokens for {args.url}.")
+    return 0
 
 
 def main(argv: list[str]) -> int:

@@ -306,9 +306,11 @@ def failure(prog: str, target: Target, exc: BaseException) -> int:
 
 
 def errors_to_catch() -> tuple[type[BaseException], ...]:
-    from ..errors import MCPError, TransportError
+    from ..errors import MCPError, OAuthError, ServerLoadError, TransportError
 
-    return (MCPError, TransportError, OSError, ValueError, TimeoutError)
+    # OAuthError: a login on a terminal that could not get a token (its authorization server
+    # unreachable, a refused grant) is one line too, as it is off a terminal.
+    return (MCPError, TransportError, OAuthError, ServerLoadError, OSError, ValueError, TimeoutError)
 
 
 def dump_json(value: Any) -> str:

@@ -1,0 +1,123 @@
+"""The first hour with the ``mcpkit`` command (issue 23's friction list): every failure a new
+user met is one clear line, every option that cannot apply says so, and the output shows each
+thing once. Real subprocesses, real servers on 127.0.0.1, real pseudo-terminals."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import drain_pty, mcpkit
+from tests.helpers.paths import DEMO, ROOT, subprocess_env
+from tests.helpers.servers import free_port, mcpkit_serve_argv, running_server
+
+
+def on_a_terminal(argv: list[str], *, wait_for: str | None = None, then: str | int | None = None,
+                  timeout: float = 30, cwd: Path = ROOT) -> tuple[int, str, str, float]:
+    """``mcpkit ARGV`` with stdin and stderr on a pseudo-terminal. With ``wait_for``, once that
+    text is on the terminal ``then`` is typed (a str) or sent as a signal (an int).
+    (status, stdout, terminal text, seconds from ``then`` (or the start) to the exit)."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", *argv], stdin=slave, stderr=slave,
+                            stdout=subprocess.PIPE, cwd=cwd, env=subprocess_env(), text=True)
+    os.close(slave)
+    seen = b""
+    t0 = time.monotonic()
+    try:
+        if wait_for is not None:
+            deadline = t0 + timeout
+            while wait_for.encode() not in seen:
+                assert time.monotonic() < deadline and proc.poll() is None, f"no {wait_for!r}:\n{seen.decode()}"
+                if select.select([master], [], [], 0.2)[0]:
+                    seen += os.read(master, 4096)
+            t0 = time.monotonic()
+            if isinstance(then, str):
+                os.write(master, then.encode())
+            elif isinstance(then, int):
+                proc.send_signal(then)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        elapsed = time.monotonic() - t0
+        seen += drain_pty(master)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    return proc.returncode, out, seen.decode(errors="replace").replace("\r\n", "\n"), elapsed
+
+
+def one_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+# ====================================================================== 1. OAuth failures on a terminal
+def test_a_401_whose_authorization_server_is_down_is_one_line_on_a_terminal(tmp_path):
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    env = subprocess_env(EXAMPLE_TOKENS="s3cret", AUTHORIZATION_SERVER=down)
+    argv = lambda port: [sys.executable, "-m", "uvicorn", "examples.static_token_server:app", "--host", "127.0.0.1",
+                         "--port", str(port), "--log-level", "warning"]
+    with running_server(argv, env=env) as url:
+        for command in (["list", "tools"], ["discover"], ["call", "add", "a=1", "b=2"], ["read", "notes://x"]):
+            code, out, term, _ = on_a_terminal([*command, "--no-browser", "--token-store", str(tmp_path / "t.json"),
+                                                url])
+            line = one_line(term)
+            assert code == 1 and out == ""
+            assert "authorization failed" in line and down in line, line
+
+
+# ====================================================================== 2. login options that cannot work
+@pytest.mark.parametrize("argv, said", [
+    (["login", "--client-credentials", "http://127.0.0.1:9/mcp"], "--client-credentials needs --client-id"),
+    (["login", "--client-credentials", "--client-id", "c", "--private-key", "no-such.pem", "http://127.0.0.1:9/mcp"],
+     "--private-key no-such.pem: No such file or directory"),
+    (["call", "add", "--client-credentials", "--client-id", "c", "--private-key", "no-such.pem",
+      "http://127.0.0.1:9/mcp"], "--private-key no-such.pem: No such file or directory"),
+    (["list", "--client-credentials", "http://127.0.0.1:9/mcp"], "--client-credentials needs --client-id"),
+    (["login", "--bearer", "tok", "http://127.0.0.1:9/mcp"], "login gets a token, so it takes no --bearer"),
+])
+def test_login_options_that_cannot_work_are_one_line(tmp_path, argv, said):
+    proc = mcpkit(*argv, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert said in one_line(proc.stderr)
+
+
+# ====================================================================== 3. mcpkit's own resource server
+@pytest.fixture(scope="module")
+def protected_url():
+    down = f"http://127.0.0.1:{free_port()}"
+    argv = lambda port: [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), "--auth-issuer", down,
+                         str(DEMO)]
+    with running_server(argv) as url:
+        yield url
+
+
+def test_a_401_from_mcpkits_resource_server_gives_the_reason_and_the_hint(protected_url):
+    line = one_line(mcpkit("list", "tools", protected_url).stderr)
+    assert "requires authorization (HTTP 401, Unauthorized: an access token is required)" in line
+    assert "pass --bearer TOKEN" in line and "mcpkit login URL" in line
+    assert "answered the probe" not in line
+
+
+def test_a_refused_token_gives_the_servers_description(protected_url):
+    line = one_line(mcpkit("call", "add", "a=1", "b=2", "--bearer", "junk", protected_url).stderr)
+    assert "refused the credentials given (HTTP 401, the access token is not a signed JWT)" in line
+
+
+def test_login_to_a_server_that_needs_none_says_so(tmp_path):
+    with running_server(mcpkit_serve_argv(DEMO)) as url:
+        proc = mcpkit("login", "--no-browser", "--token-store", tmp_path / "t.json", url)
+    line = one_line(proc.stderr)
+    assert proc.returncode == 1
+    assert f"{url} answers without authorization: there is nothing to log in to" in line
