@@ -4,8 +4,10 @@ thing once. Real subprocesses, real servers on 127.0.0.1, real pseudo-terminals.
 
 from __future__ import annotations
 
+import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -121,3 +123,115 @@ def test_login_to_a_server_that_needs_none_says_so(tmp_path):
     line = one_line(proc.stderr)
     assert proc.returncode == 1
     assert f"{url} answers without authorization: there is nothing to log in to" in line
+
+
+# ====================================================================== 4. a result printed once
+THIRD_PARTY_RESULTS = '''\
+from mcpkit import Server, types as t
+
+server = Server("results", "1.0.0")
+
+def _result(text, structured):
+    return t.CallToolResult(content=[t.TextContent(text=text)], structuredContent=structured)
+
+@server.tool()
+def answer() -> t.CallToolResult:
+    return _result("42", {"result": 42})          # FastMCP's int
+
+@server.tool()
+def read_file() -> t.CallToolResult:
+    return _result("line one\\nline two", {"content": "line one\\nline two"})   # server-filesystem
+
+@server.tool()
+def greeting() -> t.CallToolResult:
+    return _result("hello", {"result": "hello"})
+
+@server.tool()
+def point() -> t.CallToolResult:
+    return _result('{"x": 1, "y": 2}', {"x": 1, "y": 2})   # the text is the serialisation
+
+@server.tool()
+def weather() -> t.CallToolResult:
+    return _result("sunny in Paris", {"city": "Paris", "sky": "sunny"})   # each says something
+'''
+
+
+@pytest.mark.parametrize("tool, printed", [
+    ("answer", "42\n"),
+    ("read_file", "line one\nline two\n"),
+    ("greeting", "hello\n"),
+    ("point", '{\n  "x": 1,\n  "y": 2\n}\n'),
+    ("weather", 'sunny in Paris\n{\n  "city": "Paris",\n  "sky": "sunny"\n}\n'),
+])
+def test_call_prints_structured_content_only_when_it_adds_something(tmp_path, tool, printed):
+    server = tmp_path / "results.py"
+    server.write_text(THIRD_PARTY_RESULTS)
+    proc = mcpkit("call", tool, server)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == printed
+
+
+# ====================================================================== 13. help, stderr, legacy JSON
+@pytest.mark.parametrize("command", ["call", "list", "read", "prompt", "discover", "inspect", "serve", "login"])
+def test_help_epilogs_keep_one_example_per_line(command):
+    proc = mcpkit(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    tail = proc.stdout[proc.stdout.rindex("\nexample") + 1:].splitlines()
+    assert tail[0] in ("example:", "examples:")
+    assert all(line.startswith(f"  mcpkit {command}") for line in tail[1:]), proc.stdout
+
+
+def test_logout_and_read_explain_themselves():
+    logout = mcpkit("logout", "--help").stdout
+    assert "Forget the tokens" in logout
+    read = mcpkit("read", "--help").stdout
+    assert "the resource's URI" in read
+
+
+DIES = "import sys\nprint('KeyError: API_KEY is not set', file=sys.stderr)\nsys.exit(3)\n"
+
+
+def test_inspect_shows_a_failing_servers_stderr(tmp_path):
+    server = tmp_path / "dies.py"
+    server.write_text(DIES)
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "inspect", "--no-browser", "--port", "0", "--timeout", "5",
+                             "--", sys.executable, str(server)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, cwd=ROOT, env=subprocess_env())
+    try:
+        lines = []
+        assert proc.stderr is not None
+        while not any("API_KEY" in ln for ln in lines):
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=15)
+    text = "".join(lines)
+    assert "the server closed its output" in text
+    assert "the server's stderr:\n  KeyError: API_KEY is not set" in text
+
+
+def test_scan_shows_a_failing_servers_stderr_as_discover_does(tmp_path):
+    server = tmp_path / "dies.py"
+    server.write_text(DIES)
+    config = tmp_path / "hosts.json"
+    config.write_text(json.dumps({"mcpServers": {"dies": {"command": sys.executable, "args": [str(server)]}}}))
+    proc = mcpkit("scan", config, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "dies: the server closed its output" in proc.stdout
+    assert "\n  the server's stderr:\n    KeyError: API_KEY is not set" \
+        in proc.stdout
+    as_json = json.loads(mcpkit("scan", "--json", config, cwd=tmp_path).stdout)["servers"][0]
+    assert as_json["stderr"] == ["KeyError: API_KEY is not set"]
+
+
+def test_json_of_a_legacy_server_has_only_what_it_sent():
+    from tests.helpers.cli import everything_argv
+
+    everything = everything_argv()
+    call = json.loads(mcpkit("call", "--json", "echo", "message=hi", "--", *everything).stdout)
+    assert call == {"content": [{"type": "text", "text": "Echo: hi"}]}
+    read = mcpkit("read", "--json", "demo://resource/static/document/architecture.md", "--", *everything)
+    assert read.returncode == 0, read.stderr
+    assert not {"resultType", "ttlMs", "cacheScope"} & set(json.loads(read.stdout)), read.stdout

@@ -17,6 +17,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._help import HelpFormatter, examples
+
 if TYPE_CHECKING:
     from ..auth import OAuth
     from ..client import Auth
@@ -61,11 +63,18 @@ def add_login_commands(sub: Any) -> None:
     p = sub.add_parser("login", help="authorize to a server (OAuth) and keep the tokens",
                        description="Log in to the MCP server at URL: discover its authorization server, "
                                    "register if needed, authorize in the browser (or with client "
-                                   "credentials), and store the tokens for later commands.")
+                                   "credentials), and store the tokens for later commands.",
+                       epilog=examples("mcpkit login https://mcp.example.com/mcp",
+                                       "mcpkit login --client-credentials --client-id ID --issuer URL URL"),
+                       formatter_class=HelpFormatter)
     p.add_argument("url", help="the server's MCP endpoint URL")
     p.add_argument("--force", action="store_true", help="authorize again even with valid stored tokens")
     add_auth_options(p, login=True)
-    q = sub.add_parser("logout", help="forget the stored tokens for a server")
+    q = sub.add_parser("logout", help="forget the stored tokens for a server",
+                       description="Forget the tokens `mcpkit login URL` kept for the server at URL, and "
+                                   "revoke them at its authorization server (RFC 7009) when it offers that "
+                                   "(not with --no-revoke).",
+                       epilog=examples("mcpkit logout https://mcp.example.com/mcp"), formatter_class=HelpFormatter)
     q.add_argument("url", help="the server's MCP endpoint URL")
     q.add_argument("--token-store", metavar="FILE", help="the token file (default: the user's data directory)")
     q.add_argument("--no-revoke", action="store_true",

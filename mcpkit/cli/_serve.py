@@ -14,6 +14,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._help import HelpFormatter, examples
+
 if TYPE_CHECKING:
     from ..server import Server
 
@@ -37,7 +39,8 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Run the mcpkit Server defined in FILE.py or module[:attr] (attr defaults to "
         "the module's one Server; it may also be a function returning one). Over stdio by default; "
         "--http serves Streamable HTTP (both the 2026-07-28 and the 2025-11-25 transports) at /mcp.",
-        epilog="examples: mcpkit serve server.py   mcpkit serve --http --port 9000 app.server:build")
+        epilog=examples("mcpkit serve server.py", "mcpkit serve --http --port 9000 app.server:build"),
+        formatter_class=HelpFormatter)
     p.add_argument("spec", metavar="FILE.py[:attr] | module[:attr]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio (needs mcpkit[http])")
     p.add_argument("--host", default="127.0.0.1", help="bind address for --http (default 127.0.0.1)")

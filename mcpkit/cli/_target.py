@@ -313,6 +313,21 @@ def errors_to_catch() -> tuple[type[BaseException], ...]:
     return (MCPError, TransportError, OAuthError, ServerLoadError, OSError, ValueError, TimeoutError)
 
 
+#: Result fields of 2026-07-28 that the client fills in with defaults for a 2025-11-25 server.
+INVENTED_FOR_LEGACY = ("resultType", "ttlMs", "cacheScope")
+
+
+def result_dict(client: Client, result: Any) -> dict[str, Any]:
+    """A typed result as JSON data, without the fields a legacy server never sent."""
+    import msgspec
+
+    out: dict[str, Any] = msgspec.to_builtins(result)
+    if client.era == "legacy" and isinstance(out, dict):
+        for key in INVENTED_FOR_LEGACY:
+            out.pop(key, None)
+    return out
+
+
 def dump_json(value: Any) -> str:
     """Pretty JSON; DEL, C1 and bidi characters escaped too (JSON escapes C0), unless --raw."""
     from ._safe import json_text
