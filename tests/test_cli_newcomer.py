@@ -235,3 +235,64 @@ def test_json_of_a_legacy_server_has_only_what_it_sent():
     read = mcpkit("read", "--json", "demo://resource/static/document/architecture.md", "--", *everything)
     assert read.returncode == 0, read.stderr
     assert not {"resultType", "ttlMs", "cacheScope"} & set(json.loads(read.stdout)), read.stdout
+
+
+# ====================================================================== 16. options that cannot apply
+@pytest.mark.parametrize("options, said", [
+    (["--port", "9000"], "--port is for Streamable HTTP: add --http"),
+    (["--port", "9000", "--workers", "2"], "--port and --workers are for Streamable HTTP: add --http"),
+    (["--auth-issuer", "https://auth.example"], "--auth-issuer is for Streamable HTTP: add --http"),
+])
+def test_http_options_without_http_are_refused(options, said):
+    proc = mcpkit("serve", *options, DEMO)
+    assert proc.returncode == 2
+    assert said in one_line(proc.stderr)
+
+
+def test_a_path_without_its_slash_is_served_at_slash_path():
+    from tests.helpers.cli import served
+
+    with served("--path", "mcp", DEMO) as srv:
+        assert srv.url.endswith(f":{srv.port}/mcp"), srv.url
+        proc = mcpkit("call", "add", "a=1", "b=2", srv.url)
+    assert proc.returncode == 0 and proc.stdout == "3\n", proc.stderr
+
+
+def test_env_for_a_url_is_refused():
+    proc = mcpkit("list", "-e", "A=1", "http://127.0.0.1:9/mcp")
+    assert proc.returncode == 2
+    assert "-e KEY=VAL sets a stdio server's environment; an http(s) URL takes --header K:V" in one_line(proc.stderr)
+
+
+WITHOUT = ("import sys\n"
+           "for name in sys.argv[1].split(','):\n"
+           "    sys.modules[name] = None\n"
+           "from mcpkit.cli import main\n"
+           "sys.exit(main(sys.argv[2:]))\n")
+
+
+@pytest.mark.parametrize("missing, argv, said", [
+    ("redis", ["serve", "--http", "--port", "0", "--workers", "2", "--redis", "redis://127.0.0.1:9", str(DEMO)],
+     "--redis needs the redis extra: pip install 'mcpkit[redis]' (redis is not installed)"),
+    ("httpx", ["login", "http://127.0.0.1:9/mcp"],
+     "OAuth needs the oauth extra: pip install 'mcpkit[oauth]' (httpx is not installed)"),
+])
+def test_a_missing_extra_is_one_line(tmp_path, missing, argv, said):
+    proc = subprocess.run([sys.executable, "-c", WITHOUT, missing, *argv], capture_output=True, text=True, cwd=tmp_path,
+                          env=subprocess_env(), timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1
+    assert said in one_line(proc.stderr)
+
+
+def test_server_run_knows_the_official_sdks_name_and_lists_the_choices(tmp_path):
+    from mcpkit import Server
+
+    with pytest.raises(ValueError, match="unknown transport 'sse': choose 'stdio' or 'http'"):
+        Server("x").run("sse")  # type: ignore[arg-type]
+    server = tmp_path / "runs.py"
+    server.write_text("import sys\nfrom mcpkit import Server\nserver = Server('runs', '1.0.0')\n\n"
+                      "@server.tool()\ndef ping() -> str:\n    return 'pong'\n\n"
+                      "server.run('streamable-http', port=int(sys.argv[1]))\n")
+    with running_server(lambda port: [sys.executable, str(server), str(port)]) as url:
+        proc = mcpkit("call", "ping", url)
+    assert proc.returncode == 0 and proc.stdout == "pong\n", proc.stderr

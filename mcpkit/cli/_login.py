@@ -215,6 +215,11 @@ def run_login_command(args: argparse.Namespace) -> int:
     except CliError as exc:
         print(f"mcpkit {args.cmd}: {exc}", file=sys.stderr)
         return exc.code
+    except ImportError as exc:  # a dependency loaded only when the flow needs it
+        from ._extras import missing_extra
+
+        print(f"mcpkit {args.cmd}: {missing_extra(exc, 'OAuth', 'oauth')}", file=sys.stderr)
+        return EXIT_FAIL
 
 
 def _logout(args: argparse.Namespace) -> int:

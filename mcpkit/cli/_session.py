@@ -89,6 +89,11 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
             return exc.code
         except errors_to_catch() as exc:
             return failure(prog, target, exc)
+        except ImportError as exc:  # an optional dependency a step needed (the OAuth flow's joserfc...)
+            from ._extras import missing_extra
+
+            print(clean(f"{prog}: {missing_extra(exc, target.label)}"), file=sys.stderr)
+            return 1
     finally:
         target.close()
 

@@ -154,6 +154,8 @@ class Target:
         options.setdefault("timeout", self.timeout)
         options.setdefault("probe_timeout", min(5.0, self.timeout))
         if self.url is not None:
+            if self.env:
+                raise CliError("-e KEY=VAL sets a stdio server's environment; an http(s) URL takes --header K:V", 2)
             require_http_extra()
             headers = dict(self.headers)
             return Client(self.url, headers=headers or None, auth=self.auth(), **options)
