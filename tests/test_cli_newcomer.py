@@ -296,3 +296,58 @@ def test_server_run_knows_the_official_sdks_name_and_lists_the_choices(tmp_path)
     with running_server(lambda port: [sys.executable, str(server), str(port)]) as url:
         proc = mcpkit("call", "ping", url)
     assert proc.returncode == 0 and proc.stdout == "pong\n", proc.stderr
+
+
+# ====================================================================== 8. --timeout includes shutting down
+BUSY = ("import time\nfrom mcpkit import Server\nserver = Server('busy', '1.0.0')\n\n"
+        "@server.tool()\ndef spin() -> str:\n    time.sleep(60)   # the event loop is blocked\n    return 'done'\n")
+
+
+def test_timeout_includes_stopping_a_busy_server(tmp_path):
+    server = tmp_path / "busy.py"
+    server.write_text(BUSY)
+    t0 = time.monotonic()
+    proc = mcpkit("call", "--timeout", "2", "spin", server)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 1
+    assert "no answer within 2 s" in one_line(proc.stderr)  # and not "mcpkit serve: stopped (SIGTERM)"
+    assert elapsed < 3.5, elapsed
+
+
+# ====================================================================== 9. output that is not JSON-RPC
+@pytest.mark.parametrize("command, default", [(["discover"], 10), (["call", "anything"], 30)])
+def test_a_server_writing_garbage_fails_fast(command, default):
+    from tests.helpers.cli import GARBAGE
+
+    t0 = time.monotonic()
+    proc = mcpkit(*command, "--", sys.executable, GARBAGE)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 1
+    assert "the server writes to stdout what is not JSON-RPC ('starting weather server v0.1')" in proc.stderr
+    assert "logs belong on stderr" in proc.stderr
+    assert elapsed < 4, elapsed  # the default time limit is {default} s
+
+
+def test_a_banner_before_the_answers_is_tolerated(tmp_path):
+    server = tmp_path / "banner.py"
+    server.write_text("import sys\nprint('weather server v0.1 starting', flush=True)\n"
+                      "sys.argv[1:] = ['serve', sys.argv[0].replace('banner.py', 'demo.py')]\n"
+                      "from mcpkit.cli import main\nsys.exit(main())\n")
+    (tmp_path / "demo.py").write_text(DEMO.read_text())
+    proc = mcpkit("call", "add", "a=1", "b=2", "--", sys.executable, server)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "3\n"
+
+
+# ====================================================================== 12. a folder named mcpkit here
+def test_a_file_target_works_next_to_a_folder_named_mcpkit(tmp_path):
+    from tests.helpers.cli import console_script
+
+    (tmp_path / "mcpkit").mkdir()
+    (tmp_path / "mcpkit" / "__init__.py").write_text("raise ImportError('this is not mcpkit')\n")
+    (tmp_path / "demo.py").write_text(DEMO.read_text())
+    launcher = console_script(tmp_path)
+    proc = subprocess.run([sys.executable, str(launcher), "call", "add", "a=2", "b=3", "demo.py"], capture_output=True,
+                          text=True, cwd=tmp_path, env=subprocess_env(), timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "5\n"

@@ -321,7 +321,9 @@ def _reload(ns: argparse.Namespace, argv: list[str]) -> int:
     import subprocess
     import time
 
-    child_argv = [sys.executable, "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
+    # -P: a folder named mcpkit in the current directory cannot stand in for mcpkit (the
+    # loader adds what a FILE.py or module:attr needs to sys.path itself).
+    child_argv = [sys.executable, "-P", "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
     roots = _watch_roots(ns.spec)
     env = {**os.environ, _CHILD_ENV: "1"}
 

@@ -83,6 +83,10 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
             finally:
                 reaper[0].cancel()
                 target.on_deadline_moved = None
+                if target.deadline is not None and loop.time() >= target.deadline:
+                    # Out of time: the server process is killed now, not asked to stop (a polite
+                    # close of a busy server takes seconds, and --timeout includes shutting down).
+                    kill_process(client)
                 await _close(client)
         except CliError as exc:  # its text may quote the server (the names of its tools)
             print(clean(f"{prog}: {exc}"), file=sys.stderr)

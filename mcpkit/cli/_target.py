@@ -80,7 +80,9 @@ def command_for_file(spec: str) -> list[str]:
     if not os.path.isfile(path):
         raise CliError(f"no such file: {path}", 2)
     if spec != path or is_mcpkit_server_file(path):
-        return [sys.executable, "-m", "mcpkit", "serve", spec]
+        # -P: the current directory is not put first on sys.path (as -m would do), so a folder
+        # named mcpkit there cannot stand in for mcpkit; the loader adds the file's own folder.
+        return [sys.executable, "-P", "-m", "mcpkit", "serve", spec]
     return [sys.executable, path]
 
 
