@@ -351,3 +351,23 @@ def test_a_file_target_works_next_to_a_folder_named_mcpkit(tmp_path):
                           text=True, cwd=tmp_path, env=subprocess_env(), timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "5\n"
+
+
+# ====================================================================== 5. Ctrl-C at a question
+def test_ctrl_c_at_an_elicitation_prompt_stops_at_once():
+    from tests.helpers.paths import TASKS_SERVER
+
+    code, out, term, elapsed = on_a_terminal(["call", "ask_name", str(TASKS_SERVER)], wait_for="name",
+                                             then=signal.SIGINT)
+    assert code == 130, term
+    assert "mcpkit call: interrupted" in term
+    assert out == ""
+    assert elapsed < 3, elapsed  # not "until Enter is pressed"
+
+
+def test_answers_typed_at_the_terminal_still_arrive():
+    from tests.helpers.paths import TASKS_SERVER
+
+    code, out, term, _ = on_a_terminal(["call", "ask_name", str(TASKS_SERVER)], wait_for="name", then="Ada\n\n")
+    assert code == 0, term
+    assert out == "Hello, Ada!\n"
