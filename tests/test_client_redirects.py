@@ -121,8 +121,10 @@ def test_connection_refused_from_the_client_api():
 
 # ====================================================================== client.server_info
 def test_server_info_over_stdio_http_and_legacy():
+    from mcpkit.client import EraCache
+
     async def go(target: object, **options: object) -> tuple[object, object]:
-        client = Client(target, **options)  # type: ignore[arg-type]
+        client = Client(target, era_cache=EraCache(), **options)  # type: ignore[arg-type]
         before = client.server_info
         async with client:
             return before, client.server_info
@@ -145,3 +147,21 @@ def test_server_info_of_a_legacy_peer():
 
     info = run(go(), 60)
     assert info is not None and info.name and info.version  # type: ignore[attr-defined]
+
+
+def test_server_info_after_a_cached_era_verdict_comes_with_discover():
+    from mcpkit.client import EraCache
+
+    cache = EraCache()
+
+    async def go() -> tuple[object, object]:
+        async with Client([sys.executable, str(DEMO)], era_cache=cache):
+            pass
+        async with Client([sys.executable, str(DEMO)], era_cache=cache) as client:  # no probe: the cache said modern
+            before = client.server_info
+            await client.discover()
+            return before, client.server_info
+
+    before, info = run(go(), 30)
+    assert before is None
+    assert info is not None and info.name == "mcpkit-demo"  # type: ignore[attr-defined]

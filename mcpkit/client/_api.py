@@ -77,7 +77,11 @@ class TypedApi:
     def server_info(self) -> t.Implementation | None:
         """Who the server says it is (``name``, ``version``, maybe ``title``, ``description``...):
         from its DiscoverResult's ``_meta`` (2026-07-28) or its initialize result's
-        ``serverInfo`` (2025-11-25). None before :meth:`start`, or when it did not say."""
+        ``serverInfo`` (2025-11-25). None before :meth:`start`, or when it did not say.
+
+        A connection's era probe brings the card along; a connection that skipped the probe
+        (an in-memory server, or a "modern" verdict from the era cache) knows it once
+        :meth:`discover` has been called."""
         if self.era == "legacy":
             info = (self.initialize_result or {}).get("serverInfo")
         else:
