@@ -82,9 +82,9 @@ def main(argv: list[str]) -> int:
         return exc.code
     out_fd = None
     if not ns.http:
-        from ..transports import _stdio_main
+        from ..transports import claim_stdout
 
-        out_fd = _stdio_main.claim_stdout()  # nothing but MCP may reach our stdout from here on
+        out_fd = claim_stdout()  # nothing but MCP may reach our stdout from here on
     return _run(ns, target, port, out_fd)
 
 
@@ -158,10 +158,10 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
     signal.signal(signal.SIGINT, on_signal)
     try:
         if not ns.http:
-            from ..transports import _stdio_main
+            from ..transports import run_stdio_server
 
             print(startup_line(server, "stdio"), file=sys.stderr, flush=True)
-            _stdio_main.run_stdio_server(server, out_fd=out_fd)
+            run_stdio_server(server, out_fd=out_fd)
             return 0
         from ..transports.http import run_http_server
         from ._serve import _hostport

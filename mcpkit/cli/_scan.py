@@ -162,9 +162,10 @@ async def probe_one(name: str, source: str, entry: dict[str, Any], ns: argparse.
         row["error"] = describe_error(exc, ns.timeout, credentials=target.sends_credentials)
         if isinstance(exc, HttpStatusError) and exc.status in (401, 403):
             row["auth"] = True
-        stderr = [ln.strip() for ln in target.server_output(3) if ln.startswith("  ")]
-        if stderr:
-            row["stderr"] = stderr
+        output = target.server_output(10)
+        if output:  # as discover shows it: the server's stderr (and what it wrote to stdout that is not JSON-RPC)
+            row["stderr"] = [ln.strip() for ln in output if ln.startswith("  ")]
+            row["serverOutput"] = output
     finally:
         target.close()
     if progress:
@@ -263,7 +264,7 @@ def render_table(rows: list[dict[str, Any]]) -> str:
         out.append("")
         for r in failed:
             out.append(clean(f"{r['name']}: {r['error']}"))
-            out.extend(clean(f"    {ln}") for ln in r.get("stderr") or [])
+            out.extend(clean(f"  {ln}") for ln in r.get("serverOutput") or [])
     skipped = [r for r in rows if r.get("skipped")]
     if skipped:
         out.append("")

@@ -14,6 +14,9 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._extras import missing_extra
+from ._help import HelpFormatter, examples
+
 if TYPE_CHECKING:
     from ..server import Server
 
@@ -37,20 +40,21 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Run the mcpkit Server defined in FILE.py or module[:attr] (attr defaults to "
         "the module's one Server; it may also be a function returning one). Over stdio by default; "
         "--http serves Streamable HTTP (both the 2026-07-28 and the 2025-11-25 transports) at /mcp.",
-        epilog="examples: mcpkit serve server.py   mcpkit serve --http --port 9000 app.server:build")
+        epilog=examples("mcpkit serve server.py", "mcpkit serve --http --port 9000 app.server:build"),
+        formatter_class=HelpFormatter)
     p.add_argument("spec", metavar="FILE.py[:attr] | module[:attr]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio (needs mcpkit[http])")
-    p.add_argument("--host", default="127.0.0.1", help="bind address for --http (default 127.0.0.1)")
-    p.add_argument("--port", default="8000", help="port for --http (default 8000)")
-    p.add_argument("--path", default="/mcp", help="the endpoint path for --http (default /mcp)")
+    p.add_argument("--host", help="bind address for --http (default 127.0.0.1)")
+    p.add_argument("--port", help="port for --http (default 8000)")
+    p.add_argument("--path", help="the endpoint path for --http (default /mcp)")
     p.add_argument("--allowed-host", action="append", metavar="HOST[:PORT]",
                    help="a Host header to accept (repeatable; default: loopback names only)")
     p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
                    help="an Origin to accept, e.g. https://app.example (repeatable; default: loopback origins)")
     scale = p.add_argument_group("several workers (--http; needs mcpkit[redis])")
-    scale.add_argument("--workers", type=int, default=1, metavar="N",
+    scale.add_argument("--workers", type=int, metavar="N",
                        help="serve on N worker processes sharing the port (above 1 needs --redis)")
-    scale.add_argument("--redis", metavar="URL", default=os.environ.get("MCPKIT_REDIS_URL"),
+    scale.add_argument("--redis", metavar="URL",
                        help="Redis for listen fan-out, tasks and legacy sessions across workers: redis://HOST:PORT/DB "
                             "or redis+sentinel://SENTINEL:PORT[,...]/SERVICE[/DB] (default: $MCPKIT_REDIS_URL)")
     auth = p.add_argument_group("protecting the server (--http; needs mcpkit[oauth])")
@@ -94,9 +98,30 @@ def _stopped_line(signum: int) -> None:
         print(f"{PROG}: stopped ({name})", file=sys.stderr, flush=True)
 
 
+#: (dest, option) of the options that only mean something with --http
+_HTTP_ONLY = (("host", "--host"), ("port", "--port"), ("path", "--path"), ("workers", "--workers"), ("redis", "--redis"),
+              ("allowed_host", "--allowed-host"), ("allowed_origin", "--allowed-origin"), ("auth_issuer", "--auth-issuer"),
+              ("auth_audience", "--auth-audience"), ("auth_scope", "--auth-scope"),
+              ("auth_introspect", "--auth-introspect"), ("auth_no_typ_check", "--auth-no-typ-check"),
+              ("public_url", "--public-url"))
+
 def main(argv: list[str]) -> int:
     p = parser()
     ns = p.parse_args(argv)
+    if not ns.http:
+        given = [opt for dest, opt in _HTTP_ONLY if getattr(ns, dest) not in (None, False)]
+        if given:
+            said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'}"
+            print(f"{PROG}: {said} for Streamable HTTP: add --http (without it the server is served over stdio)",
+                  file=sys.stderr)
+            return 2
+    ns.host = ns.host or "127.0.0.1"
+    ns.port = ns.port or "8000"
+    ns.workers = 1 if ns.workers is None else ns.workers
+    ns.redis = ns.redis or os.environ.get("MCPKIT_REDIS_URL") or None
+    ns.path = ns.path or "/mcp"
+    if not ns.path.startswith("/"):
+        ns.path = "/" + ns.path  # --path mcp is /mcp
     port = _port(ns.port)
     if isinstance(port, str):
         print(f"{PROG}: {port}", file=sys.stderr)
@@ -172,6 +197,12 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
         print(f"{PROG}: --auth-* with --workers/--redis is not supported yet; protect each worker with "
               "Server(auth=...) in the server file instead", file=sys.stderr)
         return 2
+    if ns.redis:
+        try:
+            import redis  # noqa: F401
+        except ImportError as exc:
+            print(f"{PROG}: {missing_extra(exc, '--redis')}", file=sys.stderr)
+            return 1
     if ns.workers > 1 and not ns.redis:
         from .._workers import NEEDS_REDIS
 
@@ -190,6 +221,9 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
         serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, rate_limits=ns.rate_limit, **options)
+    except ImportError as exc:
+        print(f"{PROG}: {missing_extra(exc, '--workers/--redis')}", file=sys.stderr)
+        return 1
     except (ValueError, RuntimeError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -294,7 +328,9 @@ def _reload(ns: argparse.Namespace, argv: list[str]) -> int:
     import subprocess
     import time
 
-    child_argv = [sys.executable, "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
+    # -P: a folder named mcpkit in the current directory cannot stand in for mcpkit (the
+    # loader adds what a FILE.py or module:attr needs to sys.path itself).
+    child_argv = [sys.executable, "-P", "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
     roots = _watch_roots(ns.spec)
     env = {**os.environ, _CHILD_ENV: "1"}
 

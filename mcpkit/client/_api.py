@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast, overl
 import msgspec
 
 from ..errors import ProtocolError
+from ..protocol import meta as M
 from ..protocol import types as t
 from ._cache import CacheMode
 from ._session import discover_from_initialize
@@ -52,6 +53,8 @@ class TypedApi:
     _recoverer: Recoverer
     _input: InputHandlers
     capabilities: dict[str, Any]
+    #: The serverInfo of the latest DiscoverResult seen (see :attr:`server_info`).
+    _server_info: dict[str, Any] | None = None
 
     if TYPE_CHECKING:
         @property
@@ -79,6 +82,38 @@ class TypedApi:
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"{method}: malformed result: {exc}") from None
 
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """Who the server says it is (``name``, ``version``, maybe ``title``, ``description``...):
+        from its DiscoverResult's ``_meta`` (2026-07-28) or its initialize result's
+        ``serverInfo`` (2025-11-25). None before :meth:`start`, or when it did not say.
+
+        A connection's era probe brings the card along; a connection that skipped the probe
+        (an in-memory server, or a "modern" verdict from the era cache) knows it once
+        :meth:`discover` has been called."""
+        session = self._session
+        if session is None:
+            return None
+        if session.era == "legacy":
+            info = (self.initialize_result or {}).get("serverInfo")
+        else:
+            card = session.peek_card()  # the era probe's card, not yet handed out
+            if card is not None:
+                self._remember_discovered(card)
+            info = self._server_info
+        if not isinstance(info, dict):
+            return None
+        try:
+            return msgspec.convert(info, t.Implementation)
+        except msgspec.ValidationError:
+            return None  # a server that names itself badly is unnamed, not an error here
+
+    def _remember_discovered(self, result: Any) -> None:
+        """Keep the server's identity from a DiscoverResult (a dict or the typed one)."""
+        meta = result.get("_meta") if isinstance(result, dict) else getattr(result, "meta", None)
+        if isinstance(meta, dict) and isinstance(meta.get(M.SERVER_INFO), dict):
+            self._server_info = meta[M.SERVER_INFO]
+
     async def discover(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                        timeout: float | None = None, cache: CacheMode = "use") -> t.DiscoverResult:
@@ -87,21 +122,25 @@ class TypedApi:
         assert self._session is not None
         found = self._session.take_card(cache == "use")  # legacy: from initialize; modern: the probe's answer
         if found is not None:
+            self._remember_discovered(found)
             try:
                 return msgspec.convert(found, t.DiscoverResult)
             except msgspec.ValidationError as exc:
                 raise ProtocolError(f"server/discover: malformed result: {exc}") from None
-        return await self._typed(t.DiscoverResult, "server/discover", None,
-                                 _Options(progress, log_level, on_log, on_notification, timeout, cache))
+        result = await self._typed(t.DiscoverResult, "server/discover", None,
+                                   _Options(progress, log_level, on_log, on_notification, timeout, cache))
+        self._remember_discovered(result)
+        return result
 
     async def discover_raw(self) -> dict[str, Any]:
         """The DiscoverResult as the server sent it (built from initialize on a legacy server)."""
         await self.start()
         assert self._session is not None
         found = self._session.take_card(True)
-        if found is not None:
-            return found
-        return await self.request("server/discover")
+        if found is None:
+            found = await self.request("server/discover")
+        self._remember_discovered(found)
+        return found
 
     def discover_raw_legacy(self) -> dict[str, Any]:
         """The ``server/discover`` result built from a legacy session's ``initialize`` result, as a dict."""

@@ -203,7 +203,7 @@ class Negotiation:
             status = resp.status or 200
             verdict = eras.http_probe_verdict(status, msg)
             if verdict == "error":
-                if msg is None:
+                if msg is None or status in (401, 403):  # a refusal: its challenge says why
                     raise resp.http_error()
                 raise TransportError(f"the server answered the probe with HTTP {status}")
         else:

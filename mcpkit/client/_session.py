@@ -79,6 +79,10 @@ class EraSession(abc.ABC):
     def take_card(self, reuse: bool) -> dict[str, Any] | None:
         """A DiscoverResult known without asking (``reuse``: the probe's may be used), or None."""
 
+    def peek_card(self) -> dict[str, Any] | None:
+        """The DiscoverResult :meth:`take_card` would hand out, left in place (or None)."""
+        return None
+
     def for_task(self, params: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
         """A ``tools/call``'s params when the caller asks for a task."""
         return params
@@ -140,6 +144,9 @@ class ModernSession(EraSession):
             return None
         found, self.discovered = self.discovered, None  # the probe already asked
         return found
+
+    def peek_card(self) -> dict[str, Any] | None:
+        return self.discovered
 
     def for_task(self, params: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
         from ._tasks import declare_in

@@ -84,9 +84,12 @@ class Response:
         return self.message.error if self.message is not None else None
 
     def http_error(self) -> HttpStatusError:
-        """The error to raise for an answer without a JSON-RPC message."""
+        """The error to raise for an answer without a JSON-RPC message (or with one that is
+        an HTTP refusal, a 401 or 403: its error's message is then the error's text)."""
         status = self.status or 0
-        return HttpStatusError(status, self.problem or f"HTTP {status} without a JSON-RPC response", self.body, self.headers)
+        said = self.error.get("message") if isinstance(self.error, dict) else None
+        problem = self.problem or (said if isinstance(said, str) and said else f"HTTP {status} without a JSON-RPC response")
+        return HttpStatusError(status, problem, self.body, self.headers)
 
     def require_message(self) -> codec.Response:
         """The JSON-RPC message; :class:`~mcpkit.errors.HttpStatusError` when the answer had none."""

@@ -427,8 +427,16 @@ class Server(Registrations):
         return tool.header_map if tool is not None else None
 
     # ================================================================ running
-    def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
-        """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it."""
+    def run(self, transport: Literal["stdio", "http", "streamable-http"] = "stdio", **kwargs: Any) -> None:
+        """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it.
+
+        ``transport`` is ``"stdio"`` or ``"http"`` (Streamable HTTP, both eras; ``"streamable-http"``,
+        the official SDK's name for it, is the same)."""
+        if transport == "streamable-http":
+            transport = "http"
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"unknown transport {transport!r}: choose 'stdio' or 'http' (Streamable HTTP; "
+                             "'streamable-http' is accepted too)")
         hand_over(self)
         _auto_telemetry(self, transport)
         if transport == "stdio":
