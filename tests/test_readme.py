@@ -45,7 +45,7 @@ PYTHON = [(line, code, names) for line, lang, code, names in blocks() if lang ==
 
 def test_every_block_says_what_it_is():
     langs = {lang for _line, lang, _code, _names in blocks()}
-    assert langs <= {"python", "sh", "nginx"}, langs
+    assert langs <= {"python", "sh", "nginx", "text"}, langs
     assert len(PYTHON) >= 10
 
 
@@ -84,7 +84,7 @@ def test_python_block(tmp_path: Path, line: int, code: str, names: set[str] | No
 
 
 def test_the_client_example_prints_the_result():
-    (code,) = [code for _line, code, names in PYTHON if names is None and "asyncio.run(main())" in code]
+    code = next(code for _line, code, names in PYTHON if names is None and "asyncio.run(main())" in code)  # the first: Using the client
     env = subprocess_env(PATH=os.pathsep.join((str(Path(sys.executable).parent), os.environ.get("PATH", ""))))
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
