@@ -42,7 +42,7 @@ def home(tmp_path: Path) -> Home:
 
 
 def demo_entry(**extra: Any) -> dict[str, Any]:
-    return {**extra, "command": sys.executable, "args": ["-m", "mcpkit", "serve", str(DEMO)]}
+    return {**extra, "command": sys.executable, "args": ["-P", "-m", "mcpkit", "serve", str(DEMO)]}
 
 
 # ---------------------------------------------------------------- where each host keeps its config
@@ -304,7 +304,7 @@ def test_goose_new_config(home: Home) -> None:
     assert proc.returncode == 0, proc.stderr
     assert path.read_text() == (
         'extensions:\n  "mcpkit-demo":\n    name: "mcpkit-demo"\n    type: "stdio"\n    enabled: true\n'
-        f'    cmd: {json.dumps(sys.executable)}\n    args: ["-m", "mcpkit", "serve", {json.dumps(str(DEMO))}]\n'
+        f'    cmd: {json.dumps(sys.executable)}\n    args: ["-P", "-m", "mcpkit", "serve", {json.dumps(str(DEMO))}]\n'
         '    envs: {"KEY": "v"}\n    timeout: 300\n')
     again = home.run("install", "goose", DEMO, "-e", "KEY=v")
     assert again.returncode == 0 and "nothing changed" in again.stdout
@@ -341,7 +341,7 @@ def test_goose_yaml_reads_back(home: Home) -> None:
     assert data["GOOSE_SEARCH_PATHS"] == ["/usr/local/bin"]
     assert set(data["extensions"]) == {"developer", "fs", "demo"}
     assert data["extensions"]["demo"] == {"name": "demo", "type": "stdio", "enabled": True, "cmd": sys.executable,
-                                          "args": ["-m", "mcpkit", "serve", str(DEMO)],
+                                          "args": ["-P", "-m", "mcpkit", "serve", str(DEMO)],
                                           "envs": {"Q": "\"quoted\" ü: #x"}, "timeout": 300}
     assert data["extensions"]["fs"] == yaml.safe_load(GOOSE_AS_GOOSE_WRITES)["extensions"]["fs"]
 
