@@ -45,6 +45,11 @@ class ProxyServer(Server):
     backend: Backend
     forwarder: Forwarder
 
+    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        """The backend tool ``name``'s ``x-mcp-header`` annotations (the front checks
+        ``Mcp-Param-*`` headers against them); None if it has none or is unknown."""
+        return self.forwarder.tool_header_map(name)
+
     def close(self) -> None:
         """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
         for call in self.forwarder.pending.clear():
@@ -115,6 +120,7 @@ def proxy(
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()
+        forwarder.load_tool_headers()
         server.backend = backend
         server.forwarder = forwarder
         return server
