@@ -23,6 +23,11 @@ resources, templates, prompts, completions and list changes forward to it. Era t
 - progress and cancellation pass through; a backend failure is one JSON-RPC error. A stdio
   backend that dies is restarted by the client's recovery rules (``restart=``).
 
+Composition: :meth:`Server.mount <mcpkit.Server.mount>` serves another server (anything
+``proxy`` takes) beside a server's own under a prefix; see :class:`Mounts` for the naming rules
+(``prefix_tool``, ``prefix+scheme://...``), how lists and caching hints combine, and how a
+failing mount degrades.
+
 Front credentials are never passed to the backend: the backend connection carries its own
 (``headers=``, ``bearer_token=``, ``client_auth=``).
 """
@@ -35,8 +40,9 @@ from typing import Any
 from ..server import Server
 from ._backend import Backend
 from ._front import STATE_KEY, Forwarder, front_capabilities
+from ._mount import Mount, Mounts
 
-__all__ = ["STATE_KEY", "Backend", "ProxyServer", "proxy"]
+__all__ = ["STATE_KEY", "Backend", "Mount", "Mounts", "ProxyServer", "proxy"]
 
 
 class ProxyServer(Server):

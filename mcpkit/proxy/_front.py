@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -90,6 +91,8 @@ class Forwarder:
         self.front_loop: asyncio.AbstractEventLoop | None = None
         #: The backend tools' ``x-mcp-header`` annotations, by tool name (replaced whole on change).
         self.header_maps: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: Rewrites a backend result (method, raw dict) before it is typed (a mount's names).
+        self.rewrite: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
         self._refreshing: asyncio.Future[None] | None = None
 
     def install(self) -> None:
@@ -132,11 +135,15 @@ class Forwarder:
     def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
         return self.header_maps.get(name)
 
+    def _changed_headers(self, method: str) -> None:
+        """On the backend loop: the backend's tools changed, read their annotations again."""
+        if method == "notifications/tools/list_changed":
+            self._refreshing = asyncio.ensure_future(self._refresh_tool_headers())
+
     # ---------------------------------------------------------------- change notifications
     def _changed(self, method: str, params: dict[str, Any]) -> None:
         """A backend change (on the backend loop) published on the front's bus (on its loop)."""
-        if method == "notifications/tools/list_changed":
-            self._refreshing = asyncio.ensure_future(self._refresh_tool_headers())  # on the backend loop
+        self._changed_headers(method)
         loop = self.front_loop
         if loop is None or loop.is_closed():
             return
@@ -164,7 +171,7 @@ class Forwarder:
         return self.backend.params_for(raw if isinstance(raw, dict) else {}, ctx.client_capabilities)
 
     def _typed(self, method: str, typ: type[Any], raw: dict[str, Any]) -> Any:
-        raw = dict(raw)
+        raw = dict(raw) if self.rewrite is None else self.rewrite(method, raw)
         meta = raw.get("_meta")
         if isinstance(meta, dict) and M.SERVER_INFO in meta:
             meta = {k: v for k, v in meta.items() if k != M.SERVER_INFO}  # the front names itself
