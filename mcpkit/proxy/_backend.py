@@ -138,6 +138,7 @@ class Backend:
             await asyncio.sleep(1.0)
 
     def close(self) -> None:
+        """Disconnect (a stdio backend is stopped) and stop the backend loop."""
         bridge = self.bridge
         if bridge is None:
             return

@@ -126,9 +126,11 @@ class Mount:
 
     # ---------------------------------------------------------------- names
     def outer_name(self, name: str) -> str:
+        """A tool's or prompt's name as the host's clients see it (``prefix_name``)."""
         return f"{self.prefix}_{name}"
 
     def outer_uri(self, uri: str) -> str:
+        """A resource URI or URI template as the host's clients see it (``prefix+uri``)."""
         return f"{self.prefix}+{uri}"
 
     def _rename(self, method: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -163,6 +165,7 @@ class Mount:
 
     # ---------------------------------------------------------------- lists and changes
     def offers(self, capability: str) -> bool:
+        """Whether the mounted server advertises ``capability`` (``tools``, ``resources``...)."""
         return isinstance((self.backend.card.get("capabilities") or {}).get(capability), dict)
 
     async def list(self, method: str) -> tuple[list[dict[str, Any]], list[int], list[str]] | None:
@@ -227,6 +230,11 @@ class Mounts:
     def add(self, prefix: str, other: Any, *, ttl_ms: int | None = None, cache_scope: str | None = None,
             retry_after: float = 30.0, connect_timeout: float = 10.0, request_timeout: float = 60.0,
             call_timeout: float = 600.0, label: str | None = None, **client_options: Any) -> Mount:
+        """Mount ``other`` under ``prefix`` and connect to it (a failure leaves the mount down,
+        tried again on use every ``retry_after`` seconds). ``ttl_ms``/``cache_scope`` fill in
+        a legacy server's cache hints; the timeouts, ``label`` and the remaining options
+        (``headers``, ``bearer_token``, ``client_auth``, ``env``, ``stderr``, ``mode``,
+        ``restart``, ``declare``) are :func:`~mcpkit.proxy.proxy`'s."""
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise ValueError(f"mount prefix {prefix!r}: a letter, then letters, digits and '-' (it becomes a URI "
                              "scheme prefix)")
@@ -246,6 +254,7 @@ class Mounts:
         return part
 
     def close(self) -> None:
+        """Disconnect every mount."""
         for part in self.parts.values():
             part.close()
 
@@ -264,6 +273,7 @@ class Mounts:
         self.server.advertise(msgspec.convert(caps, t.ServerCapabilities))
 
     def notify_all(self) -> None:
+        """Tell the host's listeners that every list may have changed (a mount came up)."""
         loop = self.loop
         if loop is not None and not loop.is_closed():
             for method in _CHANGES.values():
@@ -271,6 +281,7 @@ class Mounts:
 
     # ---------------------------------------------------------------- routing
     def route_name(self, name: str) -> tuple[Mount, str] | None:
+        """The mount a tool or prompt name goes to (the longest prefix) and its own name there."""
         best = None
         for prefix, part in self.parts.items():
             if name.startswith(prefix + "_") and (best is None or len(prefix) > len(best[0].prefix)):
@@ -278,6 +289,7 @@ class Mounts:
         return best
 
     def route_uri(self, uri: str) -> tuple[Mount, str] | None:
+        """The mount a resource URI goes to (the longest ``prefix+``) and its own URI there."""
         best = None
         for prefix, part in self.parts.items():
             if uri.startswith(prefix + "+") and (best is None or len(prefix) > len(best[0].prefix)):
@@ -285,6 +297,7 @@ class Mounts:
         return best
 
     def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        """A mounted tool's ``x-mcp-header`` annotations (the host checks ``Mcp-Param-*`` headers)."""
         found = self.route_name(name)
         if found is None or found[0].forwarder is None:
             return None
