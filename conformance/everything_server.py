@@ -530,12 +530,30 @@ def complete_prompt_arguments(argument: str, value: str, context: dict[str, str]
 
 
 # =========================================================================== main
+def only(era: str) -> None:
+    """Serve one era only: ``modern`` turns the initialize handshake off; ``legacy`` refuses
+    every 2026-07-28 request (server/discover included) the way a 2025-11-25 server does."""
+    if era == "modern":
+        server.legacy = False
+    elif era == "legacy":
+        async def legacy_only(ctx: Context, params: Any, call_next: Any) -> Any:
+            if ctx.protocol_version.startswith("2026"):
+                raise MCPError(-32600, "Bad Request: this server speaks only 2025-11-25 (send initialize)")
+            return await call_next(ctx, params)
+
+        server.add_middleware(legacy_only)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="mcpkit everything-server for the MCP conformance harness")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=3001)
     ap.add_argument("--log-level", default="INFO")
+    ap.add_argument("--era", choices=("both", "modern", "legacy"), default="both",
+                    help="serve both eras (default), only 2026-07-28 (legacy=False), or only 2025-11-25 "
+                         "(a proxy's backend in either era)")
     args = ap.parse_args(argv)
+    only(args.era)
     logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     log.info("serving http://%s:%d/mcp", args.host, args.port)

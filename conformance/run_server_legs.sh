@@ -21,6 +21,10 @@
 #   CONFORMANCE_SERVER_LOG  server log file (default: under $CONFORMANCE_RESULTS)
 #   CONFORMANCE_VIA_PROXY  1: the fixture serves another port, and the legs run against
 #                     `mcpkit proxy --http URL` in front of it (the proxy's log follows the server's)
+#   CONFORMANCE_BACKEND_ERA  with CONFORMANCE_VIA_PROXY=1: the era the fixture behind the proxy
+#                     serves: both (default), modern (legacy=False) or legacy (2025-11-25 only;
+#                     the 2026-07-28 legs then use baseline-proxy-legacy-backend-2026-07-28.yml:
+#                     what the 2025-11-25 wire cannot carry)
 #   everything conformance/run.sh reads (CONFORMANCE_CACHE, CONFORMANCE_RESULTS, ...)
 # If $PYTHON cannot import mcpkit, the repository root is put on PYTHONPATH.
 set -uo pipefail
@@ -79,9 +83,11 @@ trap 'stop_server; exit 130' INT TERM
 
 if [ "${CONFORMANCE_VIA_PROXY:-0}" = 1 ]; then
     BACK_PORT="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-    setsid "$PYTHON" "$HERE/everything_server.py" --host 127.0.0.1 --port "$BACK_PORT" >"$SLOG" 2>&1 </dev/null &
+    BACK_ERA="${CONFORMANCE_BACKEND_ERA:-both}"
+    setsid "$PYTHON" "$HERE/everything_server.py" --host 127.0.0.1 --port "$BACK_PORT" --era "$BACK_ERA" \
+        >"$SLOG" 2>&1 </dev/null &
     BACK_PID=$!
-    log "started everything_server.py (pid/pgid $BACK_PID) at port $BACK_PORT, behind the proxy"
+    log "started everything_server.py --era $BACK_ERA (pid/pgid $BACK_PID) at port $BACK_PORT, behind the proxy"
     for _ in $(seq 1 60); do
         "$PYTHON" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$BACK_PORT" \
             2>/dev/null && break
@@ -114,6 +120,10 @@ until answers; do
 done
 
 failed=()
+PROXY_LEGACY_BASELINE=""
+if [ "${CONFORMANCE_VIA_PROXY:-0}" = 1 ] && [ "${CONFORMANCE_BACKEND_ERA:-both}" = legacy ]; then
+    PROXY_LEGACY_BASELINE="$HERE/baseline-proxy-legacy-backend-2026-07-28.yml"
+fi
 for leg in "${legs[@]}"; do
     case "$leg" in
     requirements) rev=2026-07-28; args=(--requirements 2026-07-28 --expected-failures "$HERE/baseline-server-2026-07-28.yml") ;;
@@ -121,6 +131,9 @@ for leg in "${legs[@]}"; do
     legacy-requirements) rev=2025-11-25; args=(--requirements 2025-11-25 --expected-failures "$HERE/baseline-server-2025-11-25.yml") ;;
     legacy-suite) rev=2025-11-25; args=(--suite all --spec-version 2025-11-25 --expected-failures "$HERE/baseline-server-suite-2025-11-25.yml") ;;
     esac
+    if [ -n "$PROXY_LEGACY_BASELINE" ] && [ "$rev" = 2026-07-28 ]; then
+        args[${#args[@]}-1]="$PROXY_LEGACY_BASELINE"  # the --expected-failures file
+    fi
     printf '\n===== leg %s: %s =====\n' "$leg" "${args[*]} ${extra[*]:-}"
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
         log "server died before leg $leg"; tail -30 "$SLOG" >&2; failed+=("$leg"); continue

@@ -17,9 +17,9 @@ import pytest
 from mcpkit.cli import COMMANDS
 from tests.helpers.paths import ROOT
 
-MODULES = ("mcpkit", "mcpkit.server", "mcpkit.client", "mcpkit.errors")
+MODULES = ("mcpkit", "mcpkit.server", "mcpkit.client", "mcpkit.errors", "mcpkit.proxy")
 #: Public names that are not API objects of their own (a module, a constant, the version).
-NOT_OBJECTS = {"types", "LATEST_PROTOCOL_VERSION", "__version__"}
+NOT_OBJECTS = {"types", "LATEST_PROTOCOL_VERSION", "__version__", "STATE_KEY"}
 
 
 def _resolve(path: str) -> Any:

@@ -607,3 +607,49 @@ def test_replayed_state_is_not_single_use(wire: Wire) -> None:
     for _ in range(2):
         status, reply = wire.call("tools/call", {**GREET_HI, "requestState": tok, "inputResponses": ADA})
         assert text_of(reply) == "Hi, Ada!"
+
+
+def test_client_one_round_returns_input_required_for_the_caller_to_answer(wire: Wire) -> None:
+    """``request(..., answer_input=False)``: the raw input_required comes back (nothing is
+    answered, no handler is needed); the caller's retry carries inputResponses and the
+    requestState echoed, and may be answered with input_required again."""
+    name = {"action": "accept", "content": {"name": "Grace"}}
+    age = {"action": "accept", "content": {"age": 85}}
+
+    async def go() -> list[dict[str, Any]]:
+        # No elicitation handler: the caller answers (and declares the capability itself).
+        async with _client(wire, capabilities={"elicitation": {"form": {}}}) as c:
+            first = await c.request("tools/call", {"name": "wizard"}, answer_input=False)
+            second = await c.request("tools/call", {"name": "wizard", "inputResponses": {"name": name},
+                                                    "requestState": first["requestState"]}, answer_input=False)
+            third = await c.request("tools/call", {"name": "wizard", "inputResponses": {"age": age},
+                                                   "requestState": second["requestState"]}, answer_input=False)
+            plain = await c.request("tools/list", answer_input=False)  # a method that never asks
+            return [first, second, third, plain]
+
+    first, second, third, plain = asyncio.run(go())
+    assert first["resultType"] == second["resultType"] == "input_required"
+    assert set(first["inputRequests"]) == {"name"} and set(second["inputRequests"]) == {"age"}
+    assert third.get("resultType", "complete") == "complete"
+    assert third["structuredContent"]["name"] == "Grace" and third["structuredContent"]["age"] == 85
+    assert any(tool["name"] == "wizard" for tool in plain["tools"])
+
+
+def test_client_one_round_refuses_input_required_outside_mrtr_methods() -> None:
+    from mcpkit import Server
+    from mcpkit.errors import ProtocolError
+
+    server = Server("odd")
+
+    async def lying(ctx: Any, params: Any, call_next: Any) -> Any:
+        return t.InputRequiredResult(inputRequests={})
+
+    server.tool()(lambda: "x")
+    server.wrap_method("tools/list", lying)
+
+    async def go() -> None:
+        async with Client(server) as c:
+            with pytest.raises(ProtocolError, match="input_required is not allowed"):
+                await c.request("tools/list", answer_input=False)
+
+    asyncio.run(go())

@@ -3,7 +3,9 @@
 - ``mcpkit proxy --http [--port P] -- COMMAND [ARGS...]``: a stdio server as a Streamable HTTP endpoint;
 - ``mcpkit proxy --http URL``: an HTTP server re-served (era translation, auth in front);
 - ``mcpkit proxy URL``: a stdio server forwarding to a remote one (the way desktop hosts,
-  which only start stdio servers, reach remote servers), with the OAuth login of ``mcpkit login``.
+  which only start stdio servers, reach remote servers), with the OAuth login of ``mcpkit login``;
+- ``mcpkit proxy [--http] --config mcp.json``: every server of a host config (``mcpServers`` or
+  VS Code's ``servers``) mounted behind one endpoint, each under its name (``Server.mount``).
 
 One startup line names the front, the backend and the backend's era. A backend that cannot be
 reached (or never answers ``initialize``) is one line and exit status 1.
@@ -39,6 +41,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ttl-ms", type=int, metavar="MS", help="ttlMs for a legacy backend's results (default 0)")
     p.add_argument("--cache-scope", choices=("public", "private"),
                    help="cacheScope for a legacy backend's results (default: private when protected, else public)")
+    p.add_argument("--config", metavar="FILE",
+                   help="mount every server of this host config (mcpServers or VS Code servers) behind one endpoint, "
+                        "each under its name (tools NAME_tool, resources NAME+uri)")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="give up connecting to the backend after this long (default 10)")
     auth = p.add_argument_group("protecting the front (--http; needs mcpkit[oauth])")
@@ -74,7 +79,12 @@ def main(argv: list[str]) -> int:
     ns = p.parse_args(before)
     try:
         port = _port(ns.port)
-        target = resolve_target(list(ns.positionals), command, ns)
+        if ns.config is not None:
+            if ns.positionals or command is not None:
+                raise CliError("give --config or a TARGET, not both", 2)
+            target: Any = None
+        else:
+            target = resolve_target(list(ns.positionals), command, ns)
         if not ns.http and (ns.auth_issuer or ns.auth_introspect):
             raise CliError("--auth-* protects an HTTP front: add --http (stdio is never authenticated)", 2)
     except CliError as exc:
@@ -92,6 +102,9 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
     from ..errors import MCPError, TransportError
     from ..proxy import proxy
     from ._target import describe_error
+
+    if target is None:
+        return _run_config(ns, port, out_fd)
 
     options: dict[str, Any] = {"connect_timeout": ns.connect_timeout, "call_timeout": target.timeout,
                                "ttl_ms": ns.ttl_ms, "cache_scope": ns.cache_scope, "label": target.label}
@@ -141,6 +154,76 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
         server.close()
 
 
+def _prefix(name: str) -> str:
+    """A config entry's name as a mount prefix (a letter, then letters, digits, '-')."""
+    import re
+
+    out = re.sub(r"[^A-Za-z0-9-]", "-", name)
+    return out if out[:1].isalpha() else f"s-{out}"
+
+
+def _run_config(ns: argparse.Namespace, port: int, out_fd: int | None) -> int:
+    import os
+
+    from ..server import Server
+    from ._hosts import load_json
+    from ._scan import entry_target, servers_in
+
+    try:
+        entries = servers_in(load_json(ns.config))
+    except (OSError, ValueError) as exc:
+        print(f"{PROG}: {ns.config}: {exc}", file=sys.stderr)
+        return 2
+    if not entries:
+        print(f"{PROG}: {ns.config}: no servers (neither mcpServers nor servers)", file=sys.stderr)
+        return 2
+    auth = public_url = None
+    if ns.http:
+        from ._serve_auth import plan_auth
+
+        ns.spec = ns.config
+        plan = plan_auth(ns, None)
+        if isinstance(plan, str):
+            print(f"{PROG}: {plan}", file=sys.stderr)
+            return 2
+        auth, public_url = plan
+    host = Server("mcpkit-proxy", auth=auth)
+    mounts = []
+    for name, entry in entries.items():
+        target = entry_target(entry, ns)
+        prefix = _prefix(name)
+        if isinstance(target, str):
+            print(f"{PROG}: {name}: skipped: {target}", file=sys.stderr)
+            continue
+        options: dict[str, Any] = {"connect_timeout": ns.connect_timeout, "call_timeout": ns.timeout,
+                                   "ttl_ms": ns.ttl_ms, "cache_scope": ns.cache_scope, "label": name}
+        if target.url is not None:
+            backend: Any = target.url
+            if target.headers:
+                options["headers"] = target.headers
+        else:
+            backend = target.argv
+            options["env"] = {**os.environ, **target.env}
+            options["stderr"] = sys.stderr
+        mounts.append(host.mount(prefix, backend, **options))
+    if not mounts:
+        print(f"{PROG}: {ns.config}: no server could be mounted", file=sys.stderr)
+        return 1
+    parts = ", ".join(f"{m.prefix} ({m.backend.era} {m.backend.version})" if m.error is None
+                      else f"{m.prefix} (unavailable: {m.error})" for m in mounts)
+    try:
+        return _serve(ns, host, port, auth, public_url, out_fd, lambda where: config_line(host, where, auth, parts))
+    finally:
+        for m in mounts:
+            m.close()
+
+
+def config_line(server: Any, where: str, auth: Any, parts: str) -> str:
+    from ._serve import startup_line as serving
+
+    return f"{PROG}: {serving(server, where, auth)} mounting {parts}"
+
+
 def startup_line(server: Any, where: str, auth: Any = None) -> str:
     from ._serve import startup_line as serving
 
@@ -150,7 +233,11 @@ def startup_line(server: Any, where: str, auth: Any = None) -> str:
 
 
 def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url: str | None,
-           out_fd: int | None) -> int:
+           out_fd: int | None, line: Any = None) -> int:
+    if line is None:
+        def line(where: str) -> str:
+            return startup_line(server, where, auth)
+
     def on_signal(signum: int, frame: Any) -> None:
         raise _Stop(signum)
 
@@ -160,7 +247,7 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
         if not ns.http:
             from ..transports import run_stdio_server
 
-            print(startup_line(server, "stdio"), file=sys.stderr, flush=True)
+            print(line("stdio"), file=sys.stderr, flush=True)
             run_stdio_server(server, out_fd=out_fd)
             return 0
         from ..transports.http import run_http_server
@@ -173,7 +260,7 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
             options["allowed_hosts"] = ns.allowed_host
         if ns.allowed_origin:
             options["allowed_origins"] = ns.allowed_origin
-        print(startup_line(server, f"http://{_hostport(ns.host, port)}{ns.path}", auth), file=sys.stderr, flush=True)
+        print(line(f"http://{_hostport(ns.host, port)}{ns.path}"), file=sys.stderr, flush=True)
         try:
             run_http_server(server, **options)
         except ValueError as exc:

@@ -44,6 +44,7 @@ class _Options(NamedTuple):
     on_notification: OnNote | None = None
     timeout: float | None = None
     cache: CacheMode = "use"
+    answer_input: bool = True
 
 
 class TypedApi:

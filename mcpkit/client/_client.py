@@ -307,13 +307,22 @@ class Client(TypedApi):
         on_notification: OnNote | None = None,
         timeout: float | None = None,
         cache: CacheMode = "use",
+        answer_input: bool = True,
     ) -> dict[str, Any]:
         """Send one request (stamping ``_meta``) and return its raw result, or raise MCPError.
 
         ``input_required`` answers are handled here: the handlers given to the Client answer
         them and the request is retried, until a final result (or ``max_input_rounds``).
+
+        ``answer_input=False`` sends one round only: an ``input_required`` result is returned
+        as it is (``inputRequests`` unanswered, ``requestState`` opaque), for the caller to
+        answer, e.g. a proxy relaying the questions to its own client (declare what it can
+        answer with ``capabilities=``). The retry is another such call whose ``params`` carry
+        ``inputResponses`` (by the keys asked) and the ``requestState`` echoed exactly. Such
+        rounds never use or fill the response cache.
         """
-        return await self._request(method, params, _Options(progress, log_level, on_log, on_notification, timeout, cache))
+        return await self._request(method, params, _Options(progress, log_level, on_log, on_notification, timeout, cache,
+                                                            answer_input))
 
     async def _request(self, method: str, params: dict[str, Any] | None, opts: _Options) -> dict[str, Any]:
         on_note = None
@@ -322,6 +331,8 @@ class Client(TypedApi):
         token = self._new_token() if opts.progress is not None else None
         req = OutgoingRequest(method, params, on_note=on_note, progress_token=token, log_level=opts.log_level,
                               timeout=opts.timeout)
+        if not opts.answer_input:
+            return await self._send_one_round(req)
         if self.cache is not None and method in CACHEABLE:
             return await self._send_handling_cache(req, opts.cache)
         return (await self._send_handling_input(req))[0]
@@ -368,6 +379,16 @@ class Client(TypedApi):
         if rt != "complete":
             raise ProtocolError(f"{req.method}: unknown resultType {rt!r}")
         return result, rounds
+
+    async def _send_one_round(self, req: OutgoingRequest) -> dict[str, Any]:
+        """One round of a request, its ``input_required`` result returned unanswered."""
+        result = await self._send(req)
+        rt = result.get("resultType", "complete")
+        if rt == "input_required" and req.method not in MRTR_METHODS:
+            raise ProtocolError(f"{req.method}: input_required is not allowed for this method")
+        if rt not in ("complete", "input_required") and not (rt == "task" and req.method == "tools/call"):
+            raise ProtocolError(f"{req.method}: unknown resultType {rt!r}")
+        return result
 
     async def _send(self, req: OutgoingRequest) -> dict[str, Any]:
         """One request's result, or its error raised."""

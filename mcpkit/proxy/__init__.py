@@ -23,6 +23,11 @@ resources, templates, prompts, completions and list changes forward to it. Era t
 - progress and cancellation pass through; a backend failure is one JSON-RPC error. A stdio
   backend that dies is restarted by the client's recovery rules (``restart=``).
 
+Composition: :meth:`Server.mount <mcpkit.Server.mount>` serves another server (anything
+``proxy`` takes) beside a server's own under a prefix; see :class:`Mounts` for the naming rules
+(``prefix_tool``, ``prefix+scheme://...``), how lists and caching hints combine, and how a
+failing mount degrades.
+
 Front credentials are never passed to the backend: the backend connection carries its own
 (``headers=``, ``bearer_token=``, ``client_auth=``).
 """
@@ -35,8 +40,9 @@ from typing import Any
 from ..server import Server
 from ._backend import Backend
 from ._front import STATE_KEY, Forwarder, front_capabilities
+from ._mount import Mount, Mounts
 
-__all__ = ["STATE_KEY", "Backend", "ProxyServer", "proxy"]
+__all__ = ["STATE_KEY", "Backend", "Mount", "Mounts", "ProxyServer", "proxy"]
 
 
 class ProxyServer(Server):
@@ -44,6 +50,11 @@ class ProxyServer(Server):
 
     backend: Backend
     forwarder: Forwarder
+
+    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        """The backend tool ``name``'s ``x-mcp-header`` annotations (the front checks
+        ``Mcp-Param-*`` headers against them); None if it has none or is unknown."""
+        return self.forwarder.tool_header_map(name)
 
     def close(self) -> None:
         """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
@@ -115,6 +126,7 @@ def proxy(
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()
+        forwarder.load_tool_headers()
         server.backend = backend
         server.forwarder = forwarder
         return server

@@ -1,9 +1,10 @@
 """The proxy's backend: one :class:`~mcpkit.Client` to the server being fronted, on its own loop.
 
 It is connected before serving starts (so the front knows what the backend offers), speaks
-whichever era the backend does, and answers the backend's questions (a legacy session's
-server-to-client requests, or a modern backend's ``input_required``) by relaying them to the
-front request they belong to (:mod:`._pending`).
+whichever era the backend does, and answers a legacy session's questions (its server-to-client
+requests) by relaying them to the front request they belong to (:mod:`._pending`). A modern
+backend's ``input_required`` is not answered here: it comes back as a result, and the front
+passes it on (:mod:`._front`).
 
 Which front request a legacy backend's question belongs to: a stdio session carries no link
 between a server-to-client request and the request it serves. The question goes to the one
@@ -14,7 +15,6 @@ come from the same caller, and is refused otherwise (never sent to someone else'
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from ..client import Client
 
 log = logging.getLogger("mcpkit.proxy")
-
-_CURRENT: contextvars.ContextVar[BackendCall | None] = contextvars.ContextVar("mcpkit_proxy_call", default=None)
 
 #: Notifications that change what the front serves.
 CHANGE_NOTES = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
@@ -77,6 +75,7 @@ class Backend:
         self.inflight: list[BackendCall] = []  # backend loop only
         self.bridge: LoopThread | None = None
         self._listener: asyncio.Task[None] | None = None
+        self._level_rank: int | None = None  # a legacy backend's session log level, once set
 
     # ---------------------------------------------------------------- lifecycle
     def connect(self) -> None:
@@ -139,6 +138,7 @@ class Backend:
             await asyncio.sleep(1.0)
 
     def close(self) -> None:
+        """Disconnect (a stdio backend is stopped) and stop the backend loop."""
         bridge = self.bridge
         if bridge is None:
             return
@@ -161,12 +161,30 @@ class Backend:
     def _note(self, method: str, params: dict[str, Any]) -> None:
         if method in CHANGE_NOTES and self.on_change is not None:
             self.on_change(method, params)
+        elif method == "notifications/message" and self.era == "legacy":
+            # A legacy session's log message tied to no request stream (stdio, the GET stream):
+            # it goes to the request it most likely belongs to, as a question would.
+            call = self._route()
+            if call is not None:
+                call.post(Event("log", params))
+
+    async def _log_level(self, level: str) -> None:
+        """A legacy backend logs at the session's level: lower it to ``level`` when a front
+        request asks for more (the front filters each message by its own request's level)."""
+        rank = M.LOG_LEVEL_RANK.get(level)
+        caps = self.card.get("capabilities") or {}
+        if rank is None or self.client is None or not isinstance(caps.get("logging"), dict):
+            return
+        if self._level_rank is not None and self._level_rank <= rank:
+            return
+        self._level_rank = rank
+        try:
+            await self.client.request("logging/setLevel", {"level": level}, timeout=self.request_timeout)
+        except Exception as exc:
+            log.info("the backend refused logging/setLevel %s: %s", level, exc)
 
     # ---------------------------------------------------------------- the backend's questions
     def _route(self) -> BackendCall | None:
-        current = _CURRENT.get()
-        if current is not None and current.task is asyncio.current_task():
-            return current  # a modern backend's input_required, answered in its own call
         live = [c for c in self.inflight if not c.done]
         if not live:
             return None
@@ -224,7 +242,6 @@ class Backend:
 
     async def _run(self, call: BackendCall, method: str, params: dict[str, Any], progress: bool,
                    log_level: str | None) -> None:
-        _CURRENT.set(call)
         on_progress = None
         if progress:
             def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -232,9 +249,12 @@ class Backend:
         try:
             if self.client is None:
                 raise errors.internal_error("the proxy's backend is not connected")
+            if log_level is not None and self.era == "legacy":
+                await self._log_level(log_level)
+            # A modern backend's input_required comes back as it is: the front passes it on.
             result = await self.client.request(method, params, progress=on_progress, log_level=log_level,
                                                on_log=(lambda p: call.post(Event("log", p))) if log_level else None,
-                                               timeout=self.call_timeout)
+                                               timeout=self.call_timeout, answer_input=self.era == "legacy")
             call.post(Event("done", result))
         except asyncio.CancelledError:
             raise

@@ -5,9 +5,13 @@ Every method is answered through the Server's public hooks (``advertise`` and
 request with the same inbound ladder as any mcpkit server before anything reaches the
 backend. What differs between a request's era and the backend's is translated here:
 
-- questions the backend asks (elicitation, sampling, roots) reach a 2026-07-28 front client
-  as ``input_required`` (the waiting backend call parked under an id sealed in the
+- questions a legacy backend asks (elicitation, sampling, roots) reach a 2026-07-28 front
+  client as ``input_required`` (the waiting backend call parked under an id sealed in the
   ``requestState``), and a 2025-11-25 one as real requests on its session;
+- a modern backend's ``input_required`` reaches a 2026-07-28 front client as it is (same
+  keys, all questions at once; the backend's ``requestState`` sealed inside the front's, so
+  nothing is kept in the proxy), and a 2025-11-25 one as real requests, the retry sent by
+  the proxy;
 - results are checked against the wire types; cache hints pass through from a modern
   backend, and come from the proxy's options for a legacy one;
 - a backend failure is one JSON-RPC error naming what happened.
@@ -17,13 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
 from ..errors import MCPError
-from ..protocol import errors
+from ..protocol import errors, versions
+from ..protocol import headers as H
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..server import InputRequired, Server
@@ -37,6 +43,12 @@ log = logging.getLogger("mcpkit.proxy")
 
 #: Where a parked backend call's id travels in ``ctx.state`` (sealed into the requestState).
 STATE_KEY = "mcpkit.proxy/call"
+#: Where a modern backend's own requestState travels in ``ctx.state`` (sealed into the front's).
+BACKEND_STATE_KEY = "mcpkit.proxy/backend"
+#: Input rounds the proxy drives itself for a legacy front client (a modern backend that keeps asking).
+_MAX_ROUNDS = 16
+#: How long a legacy backend's question waits for others sent with it (asked together).
+_SETTLE = 0.005
 
 _LISTS: dict[str, type[t.CacheableResult]] = {
     "tools/list": t.ListToolsResult,
@@ -77,6 +89,11 @@ class Forwarder:
             self.cache_scope = cache_scope or str(card.get("cacheScope") or "private")
         self.pending = PendingCalls(self._cancel, limit=pending_limit, ttl=pending_ttl)
         self.front_loop: asyncio.AbstractEventLoop | None = None
+        #: The backend tools' ``x-mcp-header`` annotations, by tool name (replaced whole on change).
+        self.header_maps: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: Rewrites a backend result (method, raw dict) before it is typed (a mount's names).
+        self.rewrite: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+        self._refreshing: asyncio.Future[None] | None = None
 
     def install(self) -> None:
         server = self.server
@@ -88,9 +105,45 @@ class Forwarder:
         server.wrap_method("subscriptions/listen", self.note_loop)
         self.backend.on_change = self._changed
 
+    # ---------------------------------------------------------------- tool header annotations
+    def load_tool_headers(self) -> None:
+        """Read the backend tools' ``x-mcp-header`` annotations (blocking; at startup), so the
+        front checks ``Mcp-Param-*`` headers against them as a server checks its own tools'."""
+        bridge = self.backend.bridge
+        if bridge is not None and isinstance((self.backend.card.get("capabilities") or {}).get("tools"), dict):
+            bridge.run_sync(self._refresh_tool_headers(), self.backend.request_timeout + 5.0)
+
+    async def _refresh_tool_headers(self) -> None:
+        client = self.backend.client
+        if client is None:
+            return
+        try:
+            tools = await client.list_tools(timeout=self.backend.request_timeout, cache="refresh")
+        except Exception as exc:  # the front then checks no Mcp-Param headers; the backend still does
+            log.warning("could not read the backend's tools for their header annotations: %s", exc)
+            return
+        maps: dict[str, dict[str, tuple[str, ...]]] = {}
+        for tool in tools:
+            try:
+                found = H.header_annotations(msgspec.to_builtins(tool.inputSchema))
+            except H.InvalidHeaderAnnotation:
+                continue
+            if found:
+                maps[tool.name] = found
+        self.header_maps = maps
+
+    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
+        return self.header_maps.get(name)
+
+    def _changed_headers(self, method: str) -> None:
+        """On the backend loop: the backend's tools changed, read their annotations again."""
+        if method == "notifications/tools/list_changed":
+            self._refreshing = asyncio.ensure_future(self._refresh_tool_headers())
+
     # ---------------------------------------------------------------- change notifications
     def _changed(self, method: str, params: dict[str, Any]) -> None:
         """A backend change (on the backend loop) published on the front's bus (on its loop)."""
+        self._changed_headers(method)
         loop = self.front_loop
         if loop is None or loop.is_closed():
             return
@@ -118,7 +171,7 @@ class Forwarder:
         return self.backend.params_for(raw if isinstance(raw, dict) else {}, ctx.client_capabilities)
 
     def _typed(self, method: str, typ: type[Any], raw: dict[str, Any]) -> Any:
-        raw = dict(raw)
+        raw = dict(raw) if self.rewrite is None else self.rewrite(method, raw)
         meta = raw.get("_meta")
         if isinstance(meta, dict) and M.SERVER_INFO in meta:
             meta = {k: v for k, v in meta.items() if k != M.SERVER_INFO}  # the front names itself
@@ -165,22 +218,69 @@ class Forwarder:
     async def forward_asking(self, ctx: Context, params: Any, call_next: Any) -> Any:
         """``tools/call``, ``prompts/get``, ``resources/read``: the backend may ask questions."""
         self._seen()
+        if self.backend.era != "legacy":
+            return await self._forward_stateless(ctx, params)
         method = ctx.method
-        bridge = self.backend.bridge
-        assert bridge is not None
         call_id = ctx.state.get(STATE_KEY)
         if isinstance(call_id, str):
             call = self.pending.take(call_id, ctx.principal)
             if call is None:
                 raise errors.invalid_params(f"{method}: the proxied request this retry answers has expired or was "
                                             "already answered; send the request again without requestState")
-            if call.key is not None and call.question is not None:
-                await self._answer(ctx, call, call.key, call.question)
-        else:
+            bridge = self.backend.bridge
+            assert bridge is not None
+            questions = await bridge.run(call.open_questions())
+            if questions:
+                await self._answer(ctx, call, questions)
+            return await self._drive(ctx, params, call)
+        return await self._drive(ctx, params, None, self._params(ctx, params))
+
+    async def _forward_stateless(self, ctx: Context, params: Any) -> Any:
+        """A modern backend: its ``input_required`` passes through as it is (same keys, every
+        question at once), its ``requestState`` sealed inside the front's own, so the retry
+        (to any worker) goes back to the backend with nothing kept here. A legacy front
+        client gets the questions as real requests, and the proxy sends the retry itself."""
+        method = ctx.method
+        base = self._params(ctx, params)
+        responses = msgspec.to_builtins(params.inputResponses) if params.inputResponses is not UNSET else None
+        modern_front = versions.is_modern(ctx.protocol_version)
+        for _ in range(_MAX_ROUNDS):
+            out = dict(base)
+            if responses is not None:
+                out["inputResponses"] = responses
+            state = ctx.state.get(BACKEND_STATE_KEY)
+            if isinstance(state, str):
+                out["requestState"] = state
+            result = await self._drive(ctx, params, None, out, final=False)
+            if result.get("resultType") != "input_required":
+                return self._typed(method, _ASKING[method], result)
+            requests = result.get("inputRequests")
+            if requests is not None and not isinstance(requests, dict):
+                raise errors.internal_error(f"proxy: the backend server's input_required for {method} is malformed")
+            new_state = result.get("requestState")
+            if isinstance(new_state, str):
+                ctx.state[BACKEND_STATE_KEY] = new_state
+            else:
+                ctx.state.pop(BACKEND_STATE_KEY, None)
+            if modern_front:
+                raise InputRequired(dict(requests or {}))  # the front answers input_required, ctx.state sealed
+            answers = await ctx.ask(dict(requests or {})) if requests else {}
+            responses = {k: msgspec.to_builtins(v) for k, v in answers.items()}
+        raise errors.internal_error(f"proxy: the backend server still wants input for {method} after "
+                                    f"{_MAX_ROUNDS} rounds")
+
+    async def _drive(self, ctx: Context, params: Any, call: BackendCall | None,
+                     send: dict[str, Any] | None = None, *, final: bool = True) -> Any:
+        """Run a backend call (``call``, resumed; or a new one with params ``send``), passing
+        its progress and log messages on and its questions to the front, until it ends: its
+        result (typed when ``final``, else the raw dict) or its error raised."""
+        method = ctx.method
+        bridge = self.backend.bridge
+        assert bridge is not None
+        if call is None:
             call = BackendCall(method, ctx.principal)
             await bridge.run(self.backend.start_call(
-                call, method, self._params(ctx, params), progress=ctx.progress_token is not None,
-                log_level=ctx.log_level))
+                call, method, send or {}, progress=ctx.progress_token is not None, log_level=ctx.log_level))
         try:
             while True:
                 event = await bridge.run(call.next_event())
@@ -196,10 +296,11 @@ class Forwarder:
                     if level in M.LOG_LEVEL_RANK:
                         await ctx.log(level, data.get("data"), data.get("logger"))
                 elif event.kind == "ask":
-                    assert event.key is not None
-                    await self._answer(ctx, call, event.key, event.data)
+                    questions = await bridge.run(call.open_questions(_SETTLE))
+                    if questions:  # (else: answered together with an earlier one)
+                        await self._answer(ctx, call, questions)
                 elif event.kind == "done":
-                    return self._typed(method, _ASKING[method], event.data)
+                    return self._typed(method, _ASKING[method], event.data) if final else event.data
                 else:
                     raise self._error(method, params, event.data)
         except InputRequired:
@@ -208,25 +309,27 @@ class Forwarder:
             self._cancel(call)
             raise
 
-    async def _answer(self, ctx: Context, call: BackendCall, key: str, question: dict[str, Any]) -> None:
-        """Ask the front client ``question`` (a real request, or MRTR) and hand the answer back."""
+    async def _answer(self, ctx: Context, call: BackendCall, questions: dict[str, dict[str, Any]]) -> None:
+        """Ask the front client ``questions`` (real requests, or MRTR) and hand the answers back."""
         bridge = self.backend.bridge
         assert bridge is not None
         ctx.state[STATE_KEY] = call.id
         self.pending.park(call)
         try:
-            answer = await ctx.ask({key: question})
+            answers = await ctx.ask(questions)
         except InputRequired:
             raise
         except MCPError as exc:
             # The front cannot answer (e.g. -32021, the client lacks the capability): the backend's
-            # question fails with the same error, and so does this request.
+            # questions fail with the same error, and so does this request.
             self.pending.take(call.id, ctx.principal)
-            await bridge.run(call.refuse(key, exc))
+            for key in questions:
+                await bridge.run(call.refuse(key, exc))
             raise
         except BaseException:
             self.pending.take(call.id, ctx.principal)
             raise
         self.pending.take(call.id, ctx.principal)
         del ctx.state[STATE_KEY]
-        await bridge.run(call.answer(key, msgspec.to_builtins(answer[key])))
+        for key, answer in answers.items():
+            await bridge.run(call.answer(key, msgspec.to_builtins(answer)))

@@ -48,11 +48,9 @@ class BackendCall:
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.max_events = max_events
         self.task: asyncio.Task[None] | None = None
-        self.key: str | None = None
-        self.question: dict[str, Any] | None = None
-        self._answer: asyncio.Future[Any] | None = None
-        self._asking = asyncio.Lock()
-        self._rounds = 0
+        #: Questions not answered yet, by key: (the input request, the future its answer sets).
+        self.questions: dict[str, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
+        self._counts: dict[str, int] = {}
         self.done = False
 
     # ---------------------------------------------------------------- backend side
@@ -62,40 +60,48 @@ class BackendCall:
         self.events.put_nowait(event)
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> Any:
-        """Relay one backend question to the front and await its answer (questions go one at a time)."""
-        async with self._asking:
-            if self.done:
-                raise errors.internal_error("the proxied request is over")
-            self._rounds += 1
-            self.key = f"{_KINDS.get(method, 'input')}-{self._rounds}"
-            self.question = {"method": method, **({"params": params} if params is not None else {})}
-            fut = self._answer = asyncio.get_running_loop().create_future()
-            self.post(Event("ask", self.question, self.key))
-            try:
-                return await fut
-            finally:
-                self._answer = None
-                self.question = self.key = None
+        """Relay one backend question to the front and await its answer. Questions asked
+        together (a backend asking several at once) reach the front client together."""
+        if self.done:
+            raise errors.internal_error("the proxied request is over")
+        kind = _KINDS.get(method, "input")
+        n = self._counts[kind] = self._counts.get(kind, 0) + 1
+        key = f"{kind}-{n}"
+        question = {"method": method, **({"params": params} if params is not None else {})}
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.questions[key] = (question, fut)
+        self.post(Event("ask", question, key))
+        try:
+            return await fut
+        finally:
+            self.questions.pop(key, None)
 
     # ---------------------------------------------------------------- front side (run on the backend loop)
     async def next_event(self) -> Event:
         return await self.events.get()
 
+    async def open_questions(self, settle: float = 0.0) -> dict[str, dict[str, Any]]:
+        """The questions still waiting for an answer; ``settle`` seconds first, so that
+        questions the backend sends together are asked together."""
+        if settle > 0:
+            await asyncio.sleep(settle)
+        return {k: q for k, (q, fut) in self.questions.items() if not fut.done()}
+
     async def answer(self, key: str, value: Any) -> None:
-        fut = self._answer
-        if fut is not None and not fut.done() and key == self.key:
-            fut.set_result(value)
+        found = self.questions.get(key)
+        if found is not None and not found[1].done():
+            found[1].set_result(value)
 
     async def refuse(self, key: str, exc: BaseException) -> None:
-        fut = self._answer
-        if fut is not None and not fut.done() and key == self.key:
-            fut.set_exception(exc)
+        found = self.questions.get(key)
+        if found is not None and not found[1].done():
+            found[1].set_exception(exc)
 
     def cancel(self) -> None:
         self.done = True
-        fut = self._answer
-        if fut is not None and not fut.done():
-            fut.set_exception(errors.internal_error("the proxied request was cancelled"))
+        for _, fut in list(self.questions.values()):
+            if not fut.done():
+                fut.set_exception(errors.internal_error("the proxied request was cancelled"))
         if self.task is not None and not self.task.done():
             self.task.cancel()
 

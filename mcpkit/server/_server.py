@@ -32,6 +32,7 @@ from ._state import KeyRing, StateSealer
 if TYPE_CHECKING:
     from ..extensions import Extension
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
+    from ..proxy import Mount, Mounts
     from ..transports import Dispatcher, SendRaw, SessionStore
     from ._legacy import LegacySession
 
@@ -155,6 +156,7 @@ class Server(Registrations):
         if tasks is not False and tasks is not None:  # deprecated: server.use(Tasks(...))
             self.enable_tasks(None if tasks is True else tasks)
         self._bus_ready_wrapped = False
+        self._mounts: Mounts | None = None  # servers mounted here (mount())
         if bus is not None:
             self.use_bus(bus)
 
@@ -424,7 +426,22 @@ class Server(Registrations):
     def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
         """The ``x-mcp-header`` annotations of tool ``name`` (None if none or unknown)."""
         tool = self._tools.get(name)
+        if tool is None and self._mounts is not None:
+            return self._mounts.tool_header_map(name)  # a mounted server's tool
         return tool.header_map if tool is not None else None
+
+    def mount(self, prefix: str, other: Any, **options: Any) -> Mount:
+        """Serve ``other`` (a ``Server``, a command line or an ``http(s)`` URL, of either era)
+        beside this server's own tools, resources and prompts, under ``prefix``: tools and
+        prompts as ``prefix_name``, resources as ``prefix+uri``. One that cannot be reached
+        degrades alone. Naming, lists, caching hints, failures and ``options``:
+        :mod:`mcpkit.proxy` (:class:`~mcpkit.proxy.Mounts`). Returns the
+        :class:`~mcpkit.proxy.Mount` (``close()`` disconnects it)."""
+        from ..proxy import Mounts
+
+        if self._mounts is None:
+            self._mounts = Mounts(self)
+        return self._mounts.add(prefix, other, **options)
 
     # ================================================================ running
     def run(self, transport: Literal["stdio", "http", "streamable-http"] = "stdio", **kwargs: Any) -> None:
