@@ -19,6 +19,7 @@ from typing import Any
 
 from .protocol.errors import (
     INTERNAL_ERROR,
+    RATE_LIMITED,
     InvalidHeaderAnnotation,
     InvalidMessage,
     MCPError,
@@ -29,7 +30,7 @@ from .protocol.errors import (
 
 __all__ = [
     "BackendUnavailable", "CliError", "HttpStatusError", "InvalidHeaderAnnotation", "InvalidMessage", "InvalidToken",
-    "MCPError", "MCPKitError", "MalformedJWS", "NoAnswer", "OAuthError", "ProtocolError", "RequestNotRetried",
+    "MCPError", "MCPKitError", "MalformedJWS", "NoAnswer", "OAuthError", "ProtocolError", "RateLimited", "RequestNotRetried",
     "ResourceNotFound", "ResponseTooLarge", "RoutingError", "ServerLoadError", "StateError", "TaskCancelled", "ToolError",
     "TransportClosed", "TransportError", "WeakKeyError",
 ]
@@ -150,3 +151,17 @@ class CliError(MCPKitError):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+class RateLimited(MCPError):
+    """A request over its rate limit (JSON-RPC ``-32029``; ``data.retryAfter`` in seconds).
+    Over HTTP it is answered 429 with ``Retry-After``; on stdio it is the JSON-RPC error alone."""
+
+    def __init__(self, retry_after: float, rule: str) -> None:
+        import math
+
+        self.retry_after = retry_after
+        self.rule = rule
+        seconds = max(1, math.ceil(retry_after))
+        super().__init__(RATE_LIMITED, f"Rate limit exceeded ({rule}); retry after {seconds} s",
+                         {"retryAfter": seconds, "limit": rule})

@@ -9,6 +9,7 @@ and stdio.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +29,7 @@ from mcpkit.server.ratelimit import (
 )
 from tests.helpers.aio import run
 from tests.helpers.cli import mcpkit, served
+from tests.helpers.messages import headers_for
 from tests.helpers.paths import DEMO
 from tests.helpers.redis import RedisServer
 from tests.helpers.wire import HttpWire
@@ -200,11 +202,15 @@ def test_cli_rate_limit_over_http_refuses_with_json_rpc_errors_and_keeps_serving
     with served("--rate-limit", "5/s", DEMO) as srv, httpx.Client(timeout=10, trust_env=False) as http:
         wire = HttpWire(http, srv.url, client="test_ratelimit")
         replies = [wire.call("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}) for _ in range(20)]
-        refused = [r for _, r in replies if "error" in r]
+        refused = [(status, r) for status, r in replies if "error" in r]
         assert len(refused) >= 10, replies
-        for r in refused:
+        for status, r in refused:
+            assert status == 429, (status, r)
             assert r["error"]["code"] == RATE_LIMITED and r["error"]["data"]["retryAfter"] >= 1
-        # (HTTP 429 with Retry-After waits for the transport rework: the refusal is a JSON-RPC error for now.)
+        msg = wire.message("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        raw = http.post(srv.url, content=json.dumps(msg).encode(), headers=headers_for(msg))
+        if raw.status_code == 429:  # (unless the bucket refilled meanwhile)
+            assert int(raw.headers["retry-after"]) >= 1
         import time
 
         time.sleep(1.1)

@@ -22,14 +22,14 @@ Redis cannot be reached the request is refused (fail closed).
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..errors import MCPError
+from ..errors import RateLimited as RateLimited  # raised here; its home is mcpkit.errors
+from ..protocol.errors import RATE_LIMITED as _RATE_LIMITED
 from ..protocol.types import request_target
 
 if TYPE_CHECKING:
@@ -38,24 +38,13 @@ if TYPE_CHECKING:
     from ._server import Server
 
 #: The JSON-RPC error code of a refusal (implementation-defined server error range).
-RATE_LIMITED = -32029
+RATE_LIMITED = _RATE_LIMITED
 
 _PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
 
 #: The peer address of the request being served, when the app is wrapped with :func:`peer_aware`.
 peer_address: ContextVar[str | None] = ContextVar("mcpkit_peer_address", default=None)
-
-
-class RateLimited(MCPError):
-    """A request over its rate limit (JSON-RPC ``-32029``; ``data.retryAfter`` in seconds)."""
-
-    def __init__(self, retry_after: float, rule: str) -> None:
-        self.retry_after = retry_after
-        self.rule = rule
-        seconds = max(1, math.ceil(retry_after))
-        super().__init__(RATE_LIMITED, f"Rate limit exceeded ({rule}); retry after {seconds} s",
-                         {"retryAfter": seconds, "limit": rule})
 
 
 class Rule(NamedTuple):

@@ -46,7 +46,7 @@ _REJECTED_STATUS = {
     errors.METHOD_NOT_FOUND: 404,
 }
 _DISPATCH_STATUS = {errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400, errors.UNSUPPORTED_PROTOCOL_VERSION: 400,
-                    errors.HEADER_MISMATCH: 400}
+                    errors.HEADER_MISMATCH: 400, errors.RATE_LIMITED: 429}
 
 _WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"content-type", b"authorization",
                              b"last-event-id", b"dpop"})
@@ -259,7 +259,10 @@ class _Exchange(_asgi.Exchange):
         else:
             code = reply.error_code
             status = ((_REJECTED_STATUS if reply.rejected else _DISPATCH_STATUS).get(code, 200) if code else 200)
-            await respond_json(self.send, status, reply.body)
+            if status == 429:  # over a rate limit: say when to come back (the body's data.retryAfter)
+                await _asgi.respond_json_with(self.send, status, reply.body, [(b"retry-after", _retry_after(reply.body))])
+            else:
+                await respond_json(self.send, status, reply.body)
 
     def _disconnected(self) -> None:
         if not self.done and self.task is not None:
@@ -284,6 +287,17 @@ class _Exchange(_asgi.Exchange):
         except Exception:  # the connection is gone; the disconnect watcher cancels the handler
             return
         await _asgi.keep_alive(self.send, self.app.keepalive, self._is_done)
+
+
+def _retry_after(body: bytes) -> bytes:
+    """The ``Retry-After`` seconds of a rate-limit refusal's JSON-RPC body (1 when it names none)."""
+    import json
+
+    try:
+        seconds = json.loads(body)["error"]["data"]["retryAfter"]
+    except (ValueError, KeyError, TypeError):
+        seconds = 1
+    return str(max(1, int(seconds)) if isinstance(seconds, (int, float)) else 1).encode()
 
 
 def run_http_server(
