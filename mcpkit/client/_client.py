@@ -40,6 +40,7 @@ from ._era import DEFAULT_ERA_CACHE, EraCache, era_key
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, legacy_stream, modern_stream, subscription_filter
 from ._restart import Recoverer, Recovery, resend
+from ._skills import SkillsApi
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 _INF = float("inf")
 
 
-class Client(TypedApi):
+class Client(TypedApi, SkillsApi):
     """An MCP client.
 
     ``target`` is a ``Server`` object (in-memory), a command line (a string or a list: spawned
