@@ -295,7 +295,7 @@ async def harness_issuer(url: str) -> str | None:
     """
     import httpx
 
-    from mcpkit.auth._discovery import prm_urls
+    from mcpkit.client.oauth._discovery import prm_urls
 
     async with httpx.AsyncClient(timeout=10.0) as http:
         for candidate in prm_urls(url, None):
@@ -311,28 +311,42 @@ async def harness_issuer(url: str) -> str | None:
 
 async def make_oauth(url: str, name: str) -> Any:
     """The OAuth hook for an auth/* scenario, configured from MCP_CONFORMANCE_CONTEXT."""
-    from mcpkit.auth import OAuth, follow_redirects
+    from dataclasses import replace
+
+    from mcpkit.auth import (
+        AuthorizationCode,
+        ClientCredentials,
+        EnterpriseManaged,
+        Grant,
+        JWTBearer,
+        OAuth,
+        Registration,
+        follow_redirects,
+    )
 
     ctx = context()
-    common: dict[str, Any] = {"authorizer": follow_redirects(), "redirect_uri": REDIRECT_URI,
-                              "client_name": "mcpkit-conformance-client"}
-    if ctx.get("issuer"):
-        common["issuer"] = ctx["issuer"]
-    elif ctx.get("client_secret") or ctx.get("private_key_pem"):
-        common["issuer"] = await harness_issuer(url)
+    issuer = ctx.get("issuer")
+    if not issuer and (ctx.get("client_secret") or ctx.get("private_key_pem")):
+        issuer = await harness_issuer(url)
+    grant: Grant
     if ctx.get("idp_token_endpoint"):
-        return OAuth(url, grant="enterprise", client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
-                     idp_token_endpoint=ctx["idp_token_endpoint"], idp_id_token=ctx["idp_id_token"],
-                     idp_client_id=ctx.get("idp_client_id"), **common)
-    if ctx.get("valid_jwt"):
-        return OAuth(url, grant="jwt_bearer", client_id=ctx.get("client_id"), assertion=ctx["valid_jwt"], **common)
-    if "client-credentials" in name and ctx.get("client_id"):
-        return OAuth(url, grant="client_credentials", client_id=ctx["client_id"],
-                     client_secret=ctx.get("client_secret"), private_key=ctx.get("private_key_pem"),
-                     signing_algorithm=ctx.get("signing_algorithm") or "ES256", **common)
-    if ctx.get("client_id"):
-        return OAuth(url, client_id=ctx["client_id"], client_secret=ctx.get("client_secret"), **common)
-    return OAuth(url, client_metadata_url=CIMD_URL, **common)
+        grant = EnterpriseManaged(ctx["idp_token_endpoint"], ctx["idp_id_token"], idp_client_id=ctx.get("idp_client_id"))
+        registration = Registration(client_id=ctx["client_id"], client_secret=ctx.get("client_secret"), issuer=issuer)
+    elif ctx.get("valid_jwt"):
+        grant = JWTBearer(assertion=ctx["valid_jwt"])
+        registration = Registration(client_id=ctx.get("client_id"), issuer=issuer)
+    elif "client-credentials" in name and ctx.get("client_id"):
+        grant = ClientCredentials()
+        registration = Registration(client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
+                                    private_key=ctx.get("private_key_pem"),
+                                    signing_algorithm=ctx.get("signing_algorithm") or "ES256", issuer=issuer)
+    else:
+        grant = AuthorizationCode(follow_redirects(), redirect_uri=REDIRECT_URI)
+        if ctx.get("client_id"):
+            registration = Registration(client_id=ctx["client_id"], client_secret=ctx.get("client_secret"), issuer=issuer)
+        else:
+            registration = Registration(client_metadata_url=CIMD_URL)
+    return OAuth(url, grant, registration=replace(registration, client_name="mcpkit-conformance-client"))
 
 
 async def auth_flow(url: str, name: str) -> None:

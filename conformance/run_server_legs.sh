@@ -23,6 +23,8 @@
 #   PYTHON            interpreter for the server (default: python)
 #   CONFORMANCE_PORT  port to use (default: a free port chosen by the OS)
 #   CONFORMANCE_SERVER_LOG  server log file (default: under $CONFORMANCE_RESULTS)
+#   CONFORMANCE_VIA_PROXY  1: the fixture serves another port, and the legs run against
+#                     `mcpkit proxy --http URL` in front of it (the proxy's log follows the server's)
 #   everything conformance/run.sh reads (CONFORMANCE_CACHE, CONFORMANCE_RESULTS, ...)
 # If $PYTHON cannot import mcpkit, the repository root is put on PYTHONPATH.
 set -uo pipefail
@@ -63,7 +65,11 @@ mkdir -p "$RESULTS_ROOT"
 SLOG="${CONFORMANCE_SERVER_LOG:-$RESULTS_ROOT/everything-server-$(date +%Y%m%dT%H%M%S)-$$.log}"
 
 SERVER_PID=""
+BACK_PID=""
 stop_server() {
+    if [ -n "$BACK_PID" ] && kill -0 "$BACK_PID" 2>/dev/null; then
+        kill -TERM -- "-$BACK_PID" 2>/dev/null || kill -TERM "$BACK_PID" 2>/dev/null
+    fi
     if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
         # The server runs in its own process group (setsid): stop exactly that group.
         kill -TERM -- "-$SERVER_PID" 2>/dev/null || kill -TERM "$SERVER_PID" 2>/dev/null
@@ -76,9 +82,24 @@ stop_server() {
 trap stop_server EXIT
 trap 'stop_server; exit 130' INT TERM
 
-setsid "$PYTHON" "$HERE/everything_server.py" --host 127.0.0.1 --port "$PORT" >"$SLOG" 2>&1 </dev/null &
-SERVER_PID=$!
-log "started everything_server.py (pid/pgid $SERVER_PID) at $URL; log $SLOG"
+if [ "${CONFORMANCE_VIA_PROXY:-0}" = 1 ]; then
+    BACK_PORT="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+    setsid "$PYTHON" "$HERE/everything_server.py" --host 127.0.0.1 --port "$BACK_PORT" >"$SLOG" 2>&1 </dev/null &
+    BACK_PID=$!
+    log "started everything_server.py (pid/pgid $BACK_PID) at port $BACK_PORT, behind the proxy"
+    for _ in $(seq 1 60); do
+        "$PYTHON" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$BACK_PORT" \
+            2>/dev/null && break
+        sleep 0.3
+    done
+    setsid "$PYTHON" -m mcpkit proxy --http --port "$PORT" "http://127.0.0.1:$BACK_PORT/mcp" >>"$SLOG" 2>&1 </dev/null &
+    SERVER_PID=$!
+    log "started mcpkit proxy (pid/pgid $SERVER_PID) at $URL; log $SLOG"
+else
+    setsid "$PYTHON" "$HERE/everything_server.py" --host 127.0.0.1 --port "$PORT" >"$SLOG" 2>&1 </dev/null &
+    SERVER_PID=$!
+    log "started everything_server.py (pid/pgid $SERVER_PID) at $URL; log $SLOG"
+fi
 
 # Wait until the endpoint answers (any HTTP status) or the server dies.
 deadline=$((SECONDS + ${CONFORMANCE_WAIT_S:-30}))

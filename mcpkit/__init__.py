@@ -23,10 +23,10 @@ _EXPORTS = {
     "resource_contents": "mcpkit.server",
     "user": "mcpkit.server",
     "assistant": "mcpkit.server",
-    "KeyRing": "mcpkit.server._state",
-    "Bus": "mcpkit.server._bus",
-    "InMemoryBus": "mcpkit.server._bus",
-    "Change": "mcpkit.server._bus",
+    "KeyRing": "mcpkit.server",
+    "Bus": "mcpkit.server",
+    "InMemoryBus": "mcpkit.server",
+    "Change": "mcpkit.server",
     # client
     "Client": "mcpkit.client",
     "Auth": "mcpkit.client",
@@ -65,8 +65,12 @@ if TYPE_CHECKING:
     from .errors import TransportError as TransportError
     from .protocol import types as types
     from .protocol.versions import LATEST as LATEST_PROTOCOL_VERSION
+    from .server import Bus as Bus
+    from .server import Change as Change
     from .server import Context as Context
     from .server import Header as Header
+    from .server import InMemoryBus as InMemoryBus
+    from .server import KeyRing as KeyRing
     from .server import Server as Server
     from .server import assistant as assistant
     from .server import audio as audio
@@ -75,9 +79,5 @@ if TYPE_CHECKING:
     from .server import resource_contents as resource_contents
     from .server import text as text
     from .server import user as user
-    from .server._bus import Bus as Bus
-    from .server._bus import Change as Change
-    from .server._bus import InMemoryBus as InMemoryBus
-    from .server._state import KeyRing as KeyRing
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -2,19 +2,51 @@
 ``dual``), the DiscoverResult and the lists, as ``mcpkit discover``, ``mcpkit scan`` and the
 inspector report it; and closing such a client quickly.
 
-Shared by :mod:`mcpkit.cli` and :mod:`mcpkit.inspect`. A TARGET is the command line's
-(:class:`mcpkit.cli._target.Target`); this module only reads it.
+Shared by :mod:`mcpkit.cli` and :mod:`mcpkit.inspect`. A TARGET is the command line's (the
+CLI builds one); :class:`Target` is what this module and the inspector read of it, so neither
+imports the CLI.
 """
 
 from __future__ import annotations
 
 import asyncio
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .cli._target import Target
     from .client import Client
+
+
+class Target(Protocol):
+    """Where a server is and how to reach it, as the probe and the inspector read it."""
+
+    url: str | None
+    argv: list[str] | None
+    label: str
+    headers: dict[str, str]
+    env: dict[str, str]
+    timeout: float
+
+    @property
+    def transport(self) -> str:
+        """``http`` or ``stdio``."""
+        ...
+
+    def time_left(self, cap: float) -> float:
+        """Seconds left before the deadline, at most ``cap``."""
+        ...
+
+    def auth(self) -> Any:
+        """The auth hook for an HTTP target (None: none)."""
+        ...
+
+    def client(self, **options: Any) -> Client:
+        """A Client for this target (not started)."""
+        ...
+
+    def server_output(self, lines: int = 20) -> list[str]:
+        """What the server wrote that was not MCP (its stderr, non-JSON stdout lines)."""
+        ...
 
 #: Fields mcpkit fills in when it builds a DiscoverResult from a legacy initialize result:
 #: a legacy server never said them, so they are not shown as if it had.

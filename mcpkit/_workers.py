@@ -29,7 +29,8 @@ NEEDS_REDIS = ("--workers {n} needs Redis: with several workers, listen streams,
 
 
 def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, host: str = "127.0.0.1",
-                  port: int = 8000, path: str = "/mcp", log_level: str = "warning", **app_options: Any) -> None:
+                  port: int = 8000, path: str = "/mcp", log_level: str = "warning", otel: bool = False,
+                  rate_limits: list[str] | None = None, **app_options: Any) -> None:
     """Serve the server in ``spec`` (``FILE.py[:attr]`` or ``module[:attr]``) over HTTP on
     ``workers`` processes sharing one socket, backed by Redis at ``redis_url`` (default:
     ``MCPKIT_REDIS_URL``). Blocks until SIGINT/SIGTERM.
@@ -46,7 +47,8 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
         raise ValueError("workers must be at least 1")
     if workers > 1 and not redis_url:
         raise ValueError(NEEDS_REDIS.format(n=workers))
-    config = {"spec": spec, "redis_url": redis_url, "path": path, "log_level": log_level, "app_options": app_options}
+    config = {"spec": spec, "redis_url": redis_url, "path": path, "log_level": log_level, "app_options": app_options,
+              "otel": otel, "rate_limits": list(rate_limits or ())}
     try:
         json.dumps(config)
     except TypeError as exc:
@@ -60,9 +62,9 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
         except Exception as exc:
             raise ValueError(f"cannot reach Redis at {redis_url}: {exc}") from None
     if env.get("MCPKIT_STATE_KEYS"):
-        from .server._keys import parse_env
+        from .server import parse_state_keys
 
-        parse_env(env["MCPKIT_STATE_KEYS"])  # a weak key: WeakKeyError (a ValueError), one line
+        parse_state_keys(env["MCPKIT_STATE_KEYS"])  # a weak key: WeakKeyError (a ValueError), one line
     if workers == 1:
         os.environ.update(env)
         _serve(config, sockets=None, host=host, port=port)
@@ -160,12 +162,15 @@ class _Supervisor:
 
 def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host: str = "127.0.0.1",
            port: int = 8000) -> None:
-    from .server._loader import load_server
+    from .server import load_server
     from .transports.http import run_http_server
 
     # run_http_server applies the server's own auth (Server(auth=...)), with the audience fixed
     # from the socket the worker serves (or app_options["public_url"]).
     server = load_server(config["spec"])
+    from .observability import setup
+
+    setup(server, "http", force=bool(config.get("otel")))
     on_shutdown = None
     if config.get("redis_url"):
         from .backends.redis import RedisBackend
@@ -173,6 +178,10 @@ def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host:
         backend = RedisBackend(config["redis_url"])
         backend.install(server)
         on_shutdown = backend.aclose
+    if config.get("rate_limits"):
+        from .server.ratelimit import RateLimits
+
+        RateLimits(config["rate_limits"], store=backend.rate_buckets if config.get("redis_url") else None).install(server)
     run_http_server(server, host=host, port=port, path=config["path"], log_level=config["log_level"],
                     sockets=sockets, on_shutdown=on_shutdown, **config["app_options"])
 

@@ -242,11 +242,12 @@ def test_mcpkit_oauth_client_end_to_end(stack: Stack, mode: str, grant: str) -> 
     from mcpkit import Client
 
     if grant == "client_credentials":
-        oauth = auth_mod.OAuth(stack.url, grant="client_credentials", client_id="cc-client", client_secret="cc-secret",
-                               scope="mcp:tools", issuer=stack.provider.issuer)  # a secret is bound to its issuer
+        registration = auth_mod.Registration(client_id="cc-client", client_secret="cc-secret",
+                                             issuer=stack.provider.issuer)  # a secret is bound to its issuer
+        oauth = auth_mod.OAuth(stack.url, auth_mod.ClientCredentials(), registration=registration, scope="mcp:tools")
     else:
-        oauth = auth_mod.OAuth(stack.url, authorizer=_headless_person(), redirect_uri="http://127.0.0.1:8765/callback",
-                               storage=auth_mod.InMemoryTokenStorage())
+        grant = auth_mod.AuthorizationCode(_headless_person(), redirect_uri="http://127.0.0.1:8765/callback")
+        oauth = auth_mod.OAuth(stack.url, grant, storage=auth_mod.InMemoryTokenStorage())
 
     async def go() -> Any:
         async with Client(stack.url, mode=mode, auth=oauth, cache=False) as client:

@@ -241,9 +241,9 @@ def test_timeout_bounds_the_era_probe_too(tmp_path):
 
 
 def test_garbage_printing_server_shows_the_garbage():
-    proc = mcpkit("discover", "--timeout", "2", "--", sys.executable, GARBAGE)
+    proc = mcpkit("discover", "--timeout", "5", "--", sys.executable, GARBAGE)
     assert proc.returncode != 0
-    assert "no answer within 2 s" in proc.stderr
+    assert "the server writes to stdout what is not JSON-RPC" in proc.stderr  # at once, not after 5 s
     assert "not JSON-RPC" in proc.stderr
     assert "starting weather server v0.1" in proc.stderr
 

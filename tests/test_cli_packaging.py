@@ -4,6 +4,7 @@ reference has a build script."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -55,3 +56,44 @@ def test_the_wheel_ships_the_license_and_the_urls(tmp_path):
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: MIT" in metadata
     assert "Project-URL: Changelog," in metadata
+
+
+def test_python_m_build_makes_an_installable_wheel_and_sdist(tmp_path):
+    """The published form, ready: ``python -m build`` (the dev extra has it) makes an sdist
+    and a wheel; the sdist holds what a build needs and builds the same wheel again; the
+    wheel installs into a fresh venv whose ``mcpkit`` command is that copy."""
+    import importlib.util
+    import tarfile
+
+    import pytest
+
+    if importlib.util.find_spec("build") is None:
+        pytest.fail("the build frontend is not installed: pip install -e '.[dev]'", pytrace=False)
+    dist = tmp_path / "dist"
+    built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(dist), str(ROOT)],
+                           capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
+    (sdist,) = dist.glob("mcpkit-*.tar.gz")
+    (wheel,) = dist.glob("mcpkit-*-py3-none-any.whl")
+    with tarfile.open(sdist) as tf:
+        names = tf.getnames()
+    top = sdist.name.removesuffix(".tar.gz")
+    for needed in ("pyproject.toml", "README.md", "LICENSE", "mcpkit/__init__.py", "mcpkit/py.typed",
+                   "mcpkit/cli/__init__.py", "mcpkit/inspect/static"):
+        assert any(n == f"{top}/{needed}" or n.startswith(f"{top}/{needed}/") for n in names), needed
+    with zipfile.ZipFile(wheel) as zf:
+        in_wheel = set(zf.namelist())
+    assert "mcpkit/py.typed" in in_wheel and any(n.startswith("mcpkit/inspect/static/") for n in in_wheel)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                                "--disable-pip-version-check", str(wheel)], capture_output=True, text=True, timeout=600,
+                               env=clean_env)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    version = subprocess.run([str(venv / "bin" / "mcpkit"), "--version"], capture_output=True, text=True, timeout=60,
+                             cwd=tmp_path, env=clean_env)
+    assert version.returncode == 0 and version.stdout == f"mcpkit {PYPROJECT['project']['version']}\n", version.stderr
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import mcpkit; print(mcpkit.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path, env=clean_env)
+    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the installed copy, not the checkout

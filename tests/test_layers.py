@@ -7,12 +7,19 @@
 - ``mcpkit.client`` never imports the package root, nor ``mcpkit.server`` outside
   ``TYPE_CHECKING`` (except the in-memory transport, whose job is to call a Server).
 - ``mcpkit.extensions`` imports no private module of another package (public hooks only).
+- No cross-package private imports: a private module (or name) of a top-level package
+  ``mcpkit.X`` is imported only from inside ``mcpkit.X``; other packages use what its
+  ``__init__`` (or a public module) exports. The root's own modules (``mcpkit/__init__.py``,
+  ``mcpkit/_*.py``) are the package ``mcpkit``: they follow the rule too, and their private
+  modules are the helpers every package shares (``_lazy``, ``_version``, ``_probe``...).
+  Lazy-export tables and ``importlib`` strings (``"mcpkit.server._bus"``) count as imports.
 - No module in ``mcpkit`` is over 600 lines, except those on a shrinking allow-list.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -31,9 +38,14 @@ def _module_name(path: Path) -> str:
 
 def _imports(path: Path) -> list[tuple[str, bool, int]]:
     """(absolute module imported, under TYPE_CHECKING, line) for every import in ``path``."""
-    tree = ast.parse(path.read_text(), str(path))
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return _parse_imports(path.read_text(), _module_name(path), path.name == "__init__.py", str(path))
+
+
+def _parse_imports(source: str, name: str, is_package: bool, filename: str = "<source>") -> list[tuple[str, bool, int]]:
+    """The imports of ``source``, the module ``name``; ``from m import _x`` also yields ``m._x``
+    (a private name, or module, of ``m``)."""
+    tree = ast.parse(source, filename)
+    package = name if is_package else name.rpartition(".")[0]
     out: list[tuple[str, bool, int]] = []
 
     def visit(node: ast.AST, typing_only: bool) -> None:
@@ -63,6 +75,8 @@ def _imports(path: Path) -> list[tuple[str, bool, int]]:
                             child.lineno) for a in child.names)
             else:
                 out.append((mod, typing_only, child.lineno))
+                out.extend((f"{mod}.{a.name}", typing_only, child.lineno) for a in child.names
+                           if a.name.startswith("_") and not a.name.startswith("__"))
         visit(child, typing_only)
 
     visit(tree, False)
@@ -131,9 +145,76 @@ def test_checker_sees_imports(sub: str) -> None:
     assert any(_imports(p) for p in _files(sub))
 
 
+#: ``"mcpkit.server._bus"``, ``"mcpkit.client.oauth._hook:OAuth"``: a module named in a string
+#: (a lazy-export table, ``importlib.import_module``) is imported too.
+_MODULE_STRING = re.compile(r"mcpkit(?:\.\w+)+(?=:\w*$|$)")
+
+
+def _named_modules(source: str) -> list[tuple[str, int]]:
+    """(module, line) for every string constant in ``source`` that names an mcpkit module."""
+    return [(m.group(0), node.lineno) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (m := _MODULE_STRING.match(node.value)) is not None]
+
+
+def _top_package(mod: str) -> str:
+    """``mcpkit.server`` for ``mcpkit.server._bus``; ``mcpkit`` for the root's own modules."""
+    parts = mod.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 and (PKG / parts[1]).is_dir() else parts[0]
+
+
+def _cross_private(source: str, name: str, is_package: bool) -> list[str]:
+    """Each import in module ``name`` of a private module or name of another top-level package."""
+    own = _top_package(name)
+    found = [(mod, line) for mod, _typing, line in _parse_imports(source, name, is_package)]
+    bad = []
+    for mod, line in found + _named_modules(source):
+        top = _top_package(mod)
+        if mod.split(".")[0] != "mcpkit" or top in (own, "mcpkit"):
+            continue  # not mcpkit, its own package, or the root's shared helpers
+        inner = mod.split(".")[top.count(".") + 1:]
+        if any(p.startswith("_") for p in inner):
+            bad.append(f"{name}:{line} imports {mod}")
+    return sorted(set(bad))
+
+
+def test_no_cross_package_private_imports() -> None:
+    # Another package's private modules are its own business: use what its __init__ exports.
+    bad = [b for path in sorted(PKG.rglob("*.py"))
+           for b in _cross_private(path.read_text(), _module_name(path), path.name == "__init__.py")]
+    assert not bad, "private modules of another package (export the name from its __init__):\n" + "\n".join(bad)
+
+
+def test_checker_sees_private_imports() -> None:
+    source = ("from typing import TYPE_CHECKING\n"
+              "from ..transports import _asgi\n"
+              "from ..server import Server\n"
+              "from .._lazy import lazy_exports\n"
+              "from ._target import Target\n"
+              "if TYPE_CHECKING:\n"
+              "    from mcpkit.client._hooks import Around\n"
+              "def f():\n"
+              "    import mcpkit.server._bus\n"
+              "    from ..server._loader import load\n"
+              "TABLE = {'X': 'mcpkit.client.oauth._hook', 'Y': 'mcpkit.transports._asgi:', 'Z': 'mcpkit.server'}\n")
+    assert _cross_private(source, "mcpkit.inspect._app", False) == sorted([
+        "mcpkit.inspect._app:2 imports mcpkit.transports._asgi",
+        "mcpkit.inspect._app:7 imports mcpkit.client._hooks",
+        "mcpkit.inspect._app:9 imports mcpkit.server._bus",
+        "mcpkit.inspect._app:10 imports mcpkit.server._loader",
+        "mcpkit.inspect._app:11 imports mcpkit.client.oauth._hook",
+        "mcpkit.inspect._app:11 imports mcpkit.transports._asgi",
+    ])
+    # The root is the package mcpkit: its modules may not reach into a package's privates either.
+    assert _cross_private("from .server._keys import parse_env\n", "mcpkit._workers", False) == [
+        "mcpkit._workers:1 imports mcpkit.server._keys"]
+    # Inside one top-level package (sub-packages included), private modules are fair game.
+    assert _cross_private("from .._bus import Bus\n", "mcpkit.server.auth._gate", False) == []
+
+
 MAX_LINES = 600
 #: Modules still over MAX_LINES, each waiting for its split. Only ever remove entries.
-OVERSIZE_ALLOWED = frozenset({"mcpkit/auth/_oauth.py"})
+OVERSIZE_ALLOWED: frozenset[str] = frozenset()
 
 
 def _oversize() -> dict[str, int]:

@@ -23,7 +23,17 @@ from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
 
 from mcpkit import Client, Server
-from mcpkit.auth import OAuth, OAuthError
+from mcpkit.auth import (
+    ClientCredentials,
+    EnterpriseManaged,
+    Grant,
+    InMemoryTokenStorage,
+    JWTBearer,
+    Network,
+    OAuth,
+    OAuthError,
+    Registration,
+)
 
 BASE = "http://localhost"
 MCP_URL = f"{BASE}/mcp"
@@ -149,11 +159,15 @@ class Mock:
         await self.mcp(scope, receive, send)
 
 
-async def _call(mock: Mock, **kw: Any) -> str:
+def _registration(client_id: str | None = None, **kw: Any) -> Registration:
     if kw.get("client_secret") or kw.get("private_key"):
         kw.setdefault("issuer", ISSUER)  # pre-registered credentials are bound to their issuer
+    return Registration(client_id=client_id, **kw)
+
+
+async def _call(mock: Mock, grant: Grant, registration: Registration | None = None, **kw: Any) -> str:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mock)) as http:
-        oauth = OAuth(MCP_URL, http_client=http, **kw)
+        oauth = OAuth(MCP_URL, grant, registration=registration, network=Network(http_client=http), **kw)
         async with Client(MCP_URL, mode=VERSION, http_client=http, auth=oauth, cache=False) as client:
             result = await client.call_tool("echo", {"text": "hi"})
             result2 = await client.call_tool("echo", {"text": "again"})
@@ -168,7 +182,8 @@ def _pem(key: Any) -> bytes:
 def test_client_credentials_with_a_secret() -> None:
     mock = Mock({"grant_types_supported": ["client_credentials"],
                  "token_endpoint_auth_methods_supported": ["client_secret_basic"]})
-    assert run(_call(mock, grant="client_credentials", client_id="svc", client_secret="s:cr/et", scope="mcp:tools")) == "hi again"
+    assert run(_call(mock, ClientCredentials(), _registration("svc", client_secret="s:cr/et"),
+                    scope="mcp:tools")) == "hi again"
     (form,) = mock.token_forms
     assert form["grant_type"] == "client_credentials" and form["resource"] == MCP_URL and form["scope"] == "mcp:tools"
     assert "client_secret" not in form
@@ -191,7 +206,7 @@ def test_client_credentials_private_key_jwt(alg: str) -> None:
 
     mock = Mock({"token_endpoint_auth_methods_supported": ["private_key_jwt"],
                  "token_endpoint_auth_signing_alg_values_supported": [alg]}, verify_assertion=verify)
-    run(_call(mock, grant="client_credentials", client_id="svc", private_key=_pem(private), signing_algorithm=alg))
+    run(_call(mock, ClientCredentials(), _registration("svc", private_key=_pem(private), signing_algorithm=alg)))
     (claims,) = seen
     assert claims["iss"] == claims["sub"] == "svc" and claims["aud"] == ISSUER and claims["exp"] > time.time()
 
@@ -201,22 +216,22 @@ def test_client_credentials_private_key_jwt(alg: str) -> None:
 def test_workload_identity_jwt_bearer_sources(source: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     mock = Mock({"grant_types_supported": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
                  "token_endpoint_auth_methods_supported": ["none"]})
-    kw: dict[str, Any]
+    grant: JWTBearer
     if source == "string":
-        kw = {"assertion": "platform.jwt.value"}
+        grant = JWTBearer(assertion="platform.jwt.value")
     elif source == "file":
         (tmp_path / "token").write_text("platform.jwt.value\n")
-        kw = {"assertion_file": tmp_path / "token"}
+        grant = JWTBearer(assertion_file=tmp_path / "token")
     elif source == "env":
         monkeypatch.setenv("MY_WORKLOAD_TOKEN", "platform.jwt.value")
-        kw = {"assertion_env": "MY_WORKLOAD_TOKEN"}
+        grant = JWTBearer(assertion_env="MY_WORKLOAD_TOKEN")
     elif source == "callable":
-        kw = {"assertion": lambda: "platform.jwt.value"}
+        grant = JWTBearer(assertion=lambda: "platform.jwt.value")
     else:
         async def fetch() -> str:
             return "platform.jwt.value"
-        kw = {"assertion": fetch}
-    run(_call(mock, grant="jwt_bearer", client_id="workload", **kw))
+        grant = JWTBearer(assertion=fetch)
+    run(_call(mock, grant, _registration("workload")))
     (form,) = mock.token_forms
     assert form == {"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": "platform.jwt.value",
                     "resource": MCP_URL, "client_id": "workload"}
@@ -226,7 +241,7 @@ def test_workload_identity_error_surfaces_without_retry() -> None:
     mock = Mock({"token_endpoint_auth_methods_supported": ["none"]})
     mock.token_error = {"error": "invalid_grant", "error_description": "JWT assertion is expired"}
     with pytest.raises(OAuthError) as info:
-        run(_call(mock, grant="jwt_bearer", assertion="expired.jwt.value"))
+        run(_call(mock, JWTBearer(assertion="expired.jwt.value")))
     assert info.value.error == "invalid_grant" and "expired" in str(info.value)
     assert "expired.jwt.value" not in str(info.value)
     assert len(mock.token_forms) == 1  # no retry, no other grant
@@ -235,7 +250,7 @@ def test_workload_identity_error_surfaces_without_retry() -> None:
 def test_workload_identity_missing_file_is_a_clear_error(tmp_path: Any) -> None:
     mock = Mock({})
     with pytest.raises(OAuthError) as info:
-        run(_call(mock, grant="jwt_bearer", assertion_file=tmp_path / "absent"))
+        run(_call(mock, JWTBearer(assertion_file=tmp_path / "absent")))
     assert info.value.error == "invalid_assertion" and not mock.token_forms
 
 
@@ -243,8 +258,8 @@ def test_workload_identity_missing_file_is_a_clear_error(tmp_path: Any) -> None:
 def test_enterprise_managed_authorization() -> None:
     mock = Mock({"grant_types_supported": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
                  "token_endpoint_auth_methods_supported": ["client_secret_basic"]})
-    run(_call(mock, grant="enterprise", client_id="mcp-client", client_secret="mcp-secret",
-              idp_token_endpoint=f"{IDP}/token", idp_id_token=lambda: "the-id-token", idp_client_id="idp-client"))
+    grant = EnterpriseManaged(f"{IDP}/token", lambda: "the-id-token", idp_client_id="idp-client")
+    run(_call(mock, grant, _registration("mcp-client", client_secret="mcp-secret")))
     (exchange,) = mock.idp_forms
     assert exchange == {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
                         "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
@@ -260,7 +275,7 @@ def test_enterprise_managed_authorization() -> None:
 def test_dpop_bound_tokens_with_nonces(nonces: bool) -> None:
     mock = Mock({"dpop_signing_alg_values_supported": ["ES256"], "token_endpoint_auth_methods_supported": ["client_secret_post"]},
                 rs_nonce="rs-nonce" if nonces else None, as_nonce="as-nonce" if nonces else None)
-    assert run(_call(mock, grant="client_credentials", client_id="svc", client_secret="x")) == "hi again"
+    assert run(_call(mock, ClientCredentials(), _registration("svc", client_secret="x"))) == "hi again"
     # A fresh proof on every request (distinct jti), all with the one key the token is bound to.
     assert len(mock.jtis) == len(set(mock.jtis)) >= 2
     if nonces:
@@ -270,19 +285,20 @@ def test_dpop_bound_tokens_with_nonces(nonces: bool) -> None:
 
 def test_dpop_refused_when_disabled() -> None:
     mock = Mock({"dpop_signing_alg_values_supported": ["ES256"], "token_endpoint_auth_methods_supported": ["client_secret_post"]})
-    run(_call(mock, grant="client_credentials", client_id="svc", client_secret="x", dpop=False))
+    run(_call(mock, ClientCredentials(), _registration("svc", client_secret="x"), dpop=False))
     assert "dpop" not in mock.token_headers[0] and list(mock.tokens.values()) == [None]
 
 
 def test_dpop_proof_names_the_http_method_of_the_transports_own_requests() -> None:
     # The legacy session's GET stream and DELETE get the hook's first step: a GET proof, not POST.
-    from mcpkit.auth._jose import DPoPKey
     from mcpkit.client._auth import OutgoingRequest, first_step
+    from mcpkit.client.oauth._jose import DPoPKey
 
-    oauth = OAuth(MCP_URL, grant="client_credentials", client_id="svc", client_secret="x")
-    oauth._dpop_key = DPoPKey()
-    oauth._loaded = True
-    oauth._tokens = {"access_token": "tok", "token_type": "DPoP"}
+    oauth = OAuth(MCP_URL, ClientCredentials(), registration=Registration(client_id="svc", client_secret="x"),
+                  storage=InMemoryTokenStorage())
+    oauth.dpop.key = key = DPoPKey()
+    oauth.storage.set_tokens(MCP_URL, {"access_token": "tok", "token_type": "DPoP", "dpop_jwk": key.private_jwk(),
+                                       "dpop_alg": key.alg})
     for method in ("GET", "DELETE", "POST"):
         req = run(first_step(oauth, OutgoingRequest("", http_method=method)))
         assert req.headers["Authorization"] == "DPoP tok"
@@ -290,10 +306,10 @@ def test_dpop_proof_names_the_http_method_of_the_transports_own_requests() -> No
 
 
 def test_client_credentials_and_enterprise_are_declared_in_capabilities() -> None:
-    cc = OAuth(MCP_URL, grant="client_credentials", client_id="svc", client_secret="x")
+    cc = OAuth(MCP_URL, ClientCredentials(), registration=Registration(client_id="svc", client_secret="x"))
     client = Client(MCP_URL, mode=VERSION, auth=cc, capabilities={"extensions": {"other": {"a": 1}}})
     assert client.capabilities["extensions"] == {"io.modelcontextprotocol/oauth-client-credentials": {}, "other": {"a": 1}}
-    ent = OAuth(MCP_URL, grant="enterprise", client_id="c", idp_token_endpoint=f"{IDP}/token", idp_id_token="t")
+    ent = OAuth(MCP_URL, EnterpriseManaged(f"{IDP}/token", "t"), registration=Registration(client_id="c"))
     assert "io.modelcontextprotocol/enterprise-managed-authorization" in Client(MCP_URL, auth=ent).capabilities["extensions"]
     assert "extensions" not in Client(MCP_URL, auth=OAuth(MCP_URL)).capabilities
 
@@ -304,6 +320,6 @@ def test_private_key_jwt_audience_can_be_the_token_endpoint() -> None:
     mock = Mock({"token_endpoint_auth_methods_supported": ["private_key_jwt"]},
                 verify_assertion=lambda form, headers: seen.append(
                     jwt.decode(form["client_assertion"], ECKey.import_key(private.public_key())).claims["aud"]))
-    run(_call(mock, grant="client_credentials", client_id="svc", private_key=_pem(private),
-              assertion_audience="token_endpoint"))
+    run(_call(mock, ClientCredentials(), _registration("svc", private_key=_pem(private),
+                                                      assertion_audience="token_endpoint")))
     assert seen == [f"{ISSUER}/token"]

@@ -21,9 +21,19 @@ import httpx
 import pytest
 
 from mcpkit import Client, Server
-from mcpkit.auth import FileTokenStorage, InMemoryTokenStorage, OAuth, OAuthError, follow_redirects
-from mcpkit.auth._challenge import parse_www_authenticate
-from mcpkit.auth._discovery import as_metadata_urls, prm_urls, resource_covers
+from mcpkit.auth import (
+    AuthorizationCode,
+    FileTokenStorage,
+    InMemoryTokenStorage,
+    LoopbackRedirect,
+    Network,
+    OAuth,
+    OAuthError,
+    Registration,
+    follow_redirects,
+)
+from mcpkit.client.oauth._challenge import parse_www_authenticate
+from mcpkit.client.oauth._discovery import as_metadata_urls, prm_urls, resource_covers
 from tests.helpers.aio import read_body
 
 BASE = "http://localhost"
@@ -161,16 +171,14 @@ class Mock:
         return await _send(send, 404, {"error": "not_found"})
 
 
-def _oauth(http: httpx.AsyncClient, **kw: Any) -> OAuth:
-    kw.setdefault("authorizer", follow_redirects(http_client=http))
-    kw.setdefault("redirect_uri", REDIRECT)
-    return OAuth(MCP_URL, http_client=http, **kw)
+def _oauth(http: httpx.AsyncClient, authorizer: Any = None, **kw: Any) -> OAuth:
+    grant = AuthorizationCode(authorizer or follow_redirects(http_client=http), redirect_uri=REDIRECT)
+    return OAuth(MCP_URL, grant, network=Network(http_client=http), **kw)
 
 
 async def _list(mock: Mock, oauth: OAuth | None = None, **kw: Any) -> tuple[list[str], OAuth]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mock)) as http:
         oauth = oauth if oauth is not None else _oauth(http, **kw)
-        oauth._http_client = http
         async with Client(MCP_URL, mode=VERSION, http_client=http, auth=oauth, cache=False) as client:
             tools = await client.list_tools()
         return [t.name for t in tools], oauth
@@ -326,7 +334,7 @@ def test_metadata_that_is_not_json(caplog: pytest.LogCaptureFixture) -> None:
 def test_authorization_server_answering_500(caplog: pytest.LogCaptureFixture) -> None:
     mock = Mock()
     mock.token_status = 500
-    err = _fails(mock, caplog, client_id="pre", client_secret="client-SECRET", issuer=ISSUER)
+    err = _fails(mock, caplog, registration=Registration(client_id="pre", client_secret="client-SECRET", issuer=ISSUER))
     assert err.status == 500 and "HTTP 500" in str(err) and "authorization_code token request" in str(err)
     mock = Mock()
     mock.meta_status, mock.meta_body = 500, {"error": "server_error"}
@@ -432,7 +440,7 @@ def test_import_mcpkit_auth_is_lazy() -> None:
     import sys
 
     code = ("import sys, mcpkit, mcpkit.auth; "
-            "print(any(m.startswith(('httpx', 'joserfc', 'mcpkit.auth._')) for m in sys.modules))")
+            "print(any(m.startswith(('httpx', 'joserfc', 'mcpkit.auth._', 'mcpkit.client')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -448,13 +456,18 @@ def test_plain_http_off_loopback_is_refused(caplog: pytest.LogCaptureFixture) ->
 def test_redirect_uri_must_be_https_or_loopback() -> None:
     for bad in ("http://app.example/cb", "ftp://127.0.0.1/cb"):
         with pytest.raises(ValueError):
-            OAuth(MCP_URL, redirect_uri=bad)
+            OAuth(MCP_URL, AuthorizationCode(redirect_uri=bad))
+        with pytest.raises(ValueError):
+            OAuth(MCP_URL, redirect_uri=bad)  # the older spelling
     for good in ("https://app.example/cb", "http://localhost:8080/cb", "http://127.0.0.1:1/cb"):
-        OAuth(MCP_URL, redirect_uri=good)
+        OAuth(MCP_URL, AuthorizationCode(redirect_uri=good))
+    OAuth(MCP_URL, AuthorizationCode(redirect_uri="http://app.example/cb"), network=Network(allow_http=True))
 
 
 def test_cimd_url_must_be_https_with_a_path() -> None:
     for bad in ("http://example.com/client.json", "https://example.com/", "https://example.com"):
+        with pytest.raises(ValueError):
+            Registration(client_metadata_url=bad)
         with pytest.raises(ValueError):
             OAuth(MCP_URL, client_metadata_url=bad)
 
@@ -526,7 +539,6 @@ def test_auto_probe_and_legacy_sessions_authorize_the_same_way(mode: str) -> Non
 
 
 def test_loopback_redirect_listener_is_one_shot_and_reusable() -> None:
-    from mcpkit.auth import LoopbackRedirect
 
     announced: list[str] = []
     loop = LoopbackRedirect(open_browser=False, announce=announced.append)
@@ -549,16 +561,18 @@ def test_loopback_redirect_listener_is_one_shot_and_reusable() -> None:
 
 
 def test_without_an_authorizer_a_loopback_redirect_uri_gets_a_listener() -> None:
-    oauth = OAuth(MCP_URL, redirect_uri="http://127.0.0.1:0/cb")
+    grant = AuthorizationCode(redirect_uri="http://127.0.0.1:0/cb")
     with pytest.raises(OAuthError) as info:
-        oauth._redirect()  # port 0 is no fixed port
+        grant.redirect()  # port 0 is no fixed port
     assert info.value.error == "no_authorizer"
     with pytest.raises(OAuthError):
-        OAuth(MCP_URL, redirect_uri="https://app.example/cb")._redirect()
+        AuthorizationCode(redirect_uri="https://app.example/cb").redirect()
     oauth = OAuth(MCP_URL)
-    uri = oauth._redirect()
-    assert uri.startswith("http://127.0.0.1:") and uri.endswith("/callback") and oauth._authorizer is not None
-    oauth._authorizer.close()  # type: ignore[attr-defined]
+    assert isinstance(oauth.grant, AuthorizationCode)
+    uri = oauth.grant.redirect()
+    assert uri.startswith("http://127.0.0.1:") and uri.endswith("/callback")
+    assert isinstance(oauth.grant.authorizer, LoopbackRedirect)
+    oauth.grant.authorizer.close()
 
 
 def test_unusable_registration_is_refused_before_the_browser(caplog: pytest.LogCaptureFixture) -> None:
@@ -569,3 +583,62 @@ def test_unusable_registration_is_refused_before_the_browser(caplog: pytest.LogC
         mock.register_body = body
         assert _fails(mock, caplog).error == "registration_unusable"
         assert not mock.form("/as/authorize")
+
+
+# ====================================================================== the hook's shape
+def test_the_hook_takes_few_parameters_the_rest_in_option_objects() -> None:
+    import inspect
+
+    assert len(inspect.signature(OAuth).parameters) <= 12
+
+
+def test_the_older_flat_keywords_map_onto_the_option_objects() -> None:
+    from mcpkit.auth import ClientCredentials, EnterpriseManaged, JWTBearer
+
+    old = OAuth(MCP_URL, grant="client_credentials", client_id="svc", client_secret="x", issuer=ISSUER,
+                allow_private_network=True, timeout=3.0)
+    assert isinstance(old.grant, ClientCredentials)
+    assert old.registration == Registration(client_id="svc", client_secret="x", issuer=ISSUER)
+    assert old.network == Network(timeout=3.0, allow_private_network=True)
+    code = OAuth(MCP_URL, redirect_uri=REDIRECT, open_browser=False, request_refresh_tokens=False,
+                 client_metadata_url="https://app.example/client.json")
+    assert isinstance(code.grant, AuthorizationCode) and code.grant.redirect_uri == REDIRECT
+    assert not code.grant.open_browser and not code.grant.offline_access
+    assert code.registration.client_metadata_url == "https://app.example/client.json"
+    wif = OAuth(MCP_URL, grant="jwt_bearer", assertion_env="TOKEN", redirect_uri=REDIRECT)  # other grants' keywords do nothing
+    assert isinstance(wif.grant, JWTBearer) and wif.grant.assertion_env == "TOKEN"
+    ent = OAuth(MCP_URL, grant="enterprise", client_id="c", idp_token_endpoint="https://idp.example/token",
+                idp_id_token="t")
+    assert isinstance(ent.grant, EnterpriseManaged) and ent.grant.idp_token_endpoint == "https://idp.example/token"
+
+
+def test_bad_option_combinations_are_refused() -> None:
+    from mcpkit.auth import ClientCredentials, EnterpriseManaged, JWTBearer
+
+    with pytest.raises(TypeError, match="registration"):
+        OAuth(MCP_URL, registration=Registration(client_id="a"), client_id="b")
+    with pytest.raises(TypeError, match="network"):
+        OAuth(MCP_URL, network=Network(), allow_http=True)
+    with pytest.raises(TypeError, match="grant object"):
+        OAuth(MCP_URL, AuthorizationCode(), redirect_uri=REDIRECT)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        OAuth(MCP_URL, client_secrett="x")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="grant must be one of"):
+        OAuth(MCP_URL, grant="password")
+    with pytest.raises(ValueError, match="client_id"):
+        OAuth(MCP_URL, ClientCredentials())
+    with pytest.raises(ValueError, match="assertion"):
+        OAuth(MCP_URL, JWTBearer())
+    with pytest.raises(ValueError, match="idp_token_endpoint"):
+        OAuth(MCP_URL, EnterpriseManaged("https://idp.example/token", "t"))  # no client_id
+    with pytest.raises(ValueError, match="idp_token_endpoint"):
+        OAuth(MCP_URL, grant="enterprise", client_id="c")
+
+
+def test_option_objects_keep_secrets_out_of_their_repr() -> None:
+    from mcpkit.auth import EnterpriseManaged, JWTBearer
+
+    shown = repr((Registration(client_id="svc", client_secret="client-SECRET", private_key="SECRET-value"),
+                  JWTBearer(assertion="SECRETTOKEN"),
+                  EnterpriseManaged("https://idp.example/token", "SECRETTOKEN", idp_client_secret="SECRET-value")))
+    assert "svc" in shown and not any(s in shown for s in SECRETS)

@@ -34,7 +34,7 @@ import httpx
 import pytest
 
 from mcpkit import Client, Server
-from mcpkit.auth import InMemoryTokenStorage, OAuth, OAuthError
+from mcpkit.auth import AuthorizationCode, ClientCredentials, InMemoryTokenStorage, OAuth, OAuthError, Registration
 from tests.helpers.oidc import Provider as SharedProvider
 
 uvicorn = pytest.importorskip("uvicorn")
@@ -220,7 +220,7 @@ def test_login_pkce_registration_refresh_and_call(stack: tuple[Provider, Resourc
     before = len(rs.seen)
 
     async def go() -> None:
-        oauth = OAuth(rs.url, authorizer=person(), redirect_uri="http://127.0.0.1:8765/callback",
+        oauth = OAuth(rs.url, AuthorizationCode(person(), redirect_uri="http://127.0.0.1:8765/callback"),
                       storage=InMemoryTokenStorage(), dpop=None if dpop else False)
         async with Client(rs.url, mode=VERSION, auth=oauth, cache=False) as client:
             assert [t.name for t in await client.list_tools()] == ["whoami"]
@@ -257,7 +257,7 @@ def test_interactive_login_is_refused_at_the_consent_step(stack: tuple[Provider,
                                                             "iss": stack[0].issuer})
 
     async def go() -> None:
-        oauth = OAuth(rs.url, authorizer=deny, redirect_uri="http://127.0.0.1:8765/callback")
+        oauth = OAuth(rs.url, AuthorizationCode(deny, redirect_uri="http://127.0.0.1:8765/callback"))
         async with Client(rs.url, mode=VERSION, auth=oauth, cache=False) as client:
             await client.list_tools()
 
@@ -271,14 +271,14 @@ def test_client_credentials(stack: tuple[Provider, ResourceServer]) -> None:
     before = len(rs.seen)
 
     async def go() -> None:
-        oauth = OAuth(rs.url, grant="client_credentials", client_id="cc-client", client_secret="cc-secret",
-                      issuer=provider.issuer, scope="mcp:tools")
+        oauth = OAuth(rs.url, ClientCredentials(), scope="mcp:tools",
+                      registration=Registration(client_id="cc-client", client_secret="cc-secret", issuer=provider.issuer))
         async with Client(rs.url, mode=VERSION, auth=oauth, cache=False) as client:
             result = await client.call_tool("whoami", {"text": "service"})
             assert result.content[0].text == "service"
             assert oauth.tokens is not None and oauth.tokens["token_type"] == "DPoP"
             # With nonces required, the token endpoint's use_dpop_nonce answer was honoured.
-            assert (oauth._as_nonce is not None) == provider.nonce
+            assert (oauth.dpop.as_nonce is not None) == provider.nonce
 
     run(go())
     assert [s["client_id"] for s in rs.seen[before:]] == ["cc-client"]
@@ -288,8 +288,9 @@ def test_wrong_client_secret_is_a_clear_error(stack: tuple[Provider, ResourceSer
     provider, rs = stack
 
     async def go() -> None:
-        oauth = OAuth(rs.url, grant="client_credentials", client_id="cc-client", client_secret="WRONG-secret-xyz",
-                      issuer=provider.issuer, scope="mcp:tools")
+        oauth = OAuth(rs.url, ClientCredentials(), scope="mcp:tools",
+                      registration=Registration(client_id="cc-client", client_secret="WRONG-secret-xyz",
+                                                issuer=provider.issuer))
         async with Client(rs.url, mode=VERSION, auth=oauth, cache=False) as client:
             await client.list_tools()
 

@@ -15,7 +15,8 @@ import pytest
 
 from mcpkit import Server
 from mcpkit.errors import MCPKitError, ServerLoadError
-from mcpkit.server._loader import load, load_server
+from mcpkit.server import load_server
+from mcpkit.server import load_spec as load
 from mcpkit.transports import _stdio_main
 from mcpkit.transports._loading import RunAtImport, hand_over, loading
 

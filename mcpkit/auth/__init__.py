@@ -18,34 +18,34 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports as _lazy_exports
 
-_EXPORTS = {
-    "OAuth": "mcpkit.auth._oauth",
-    "OAuthError": "mcpkit.auth._errors",
-    "AuthorizationResponse": "mcpkit.auth._redirects",
-    "follow_redirects": "mcpkit.auth._redirects",
-    "TokenStorage": "mcpkit.auth._storage",
-    "InMemoryTokenStorage": "mcpkit.auth._storage",
-    "FileTokenStorage": "mcpkit.auth._storage",
-    "default_storage_dir": "mcpkit.auth._storage",
-    "LoopbackRedirect": "mcpkit.auth._loopback",
-    "WWWAuthenticate": "mcpkit.auth._challenge",
-    "parse_www_authenticate": "mcpkit.auth._challenge",
-}
+_NAMES = ("OAuth", "OAuthError", "Grant", "AuthorizationCode", "ClientCredentials", "JWTBearer", "EnterpriseManaged",
+          "Registration", "Network", "AuthorizationResponse", "follow_redirects", "TokenStorage",
+          "InMemoryTokenStorage", "FileTokenStorage", "default_storage_dir", "LoopbackRedirect", "WWWAuthenticate",
+          "parse_www_authenticate")
+#: Each name is the attribute of the same name of ``mcpkit.client.oauth`` (itself lazy).
+_EXPORTS = dict.fromkeys(_NAMES, "mcpkit.client.oauth")
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from ._challenge import WWWAuthenticate as WWWAuthenticate
-    from ._challenge import parse_www_authenticate as parse_www_authenticate
-    from ._errors import OAuthError as OAuthError
-    from ._loopback import LoopbackRedirect as LoopbackRedirect
-    from ._oauth import OAuth as OAuth
-    from ._redirects import AuthorizationResponse as AuthorizationResponse
-    from ._redirects import follow_redirects as follow_redirects
-    from ._storage import FileTokenStorage as FileTokenStorage
-    from ._storage import InMemoryTokenStorage as InMemoryTokenStorage
-    from ._storage import TokenStorage as TokenStorage
-    from ._storage import default_storage_dir as default_storage_dir
+    from ..client.oauth import AuthorizationCode as AuthorizationCode
+    from ..client.oauth import AuthorizationResponse as AuthorizationResponse
+    from ..client.oauth import ClientCredentials as ClientCredentials
+    from ..client.oauth import EnterpriseManaged as EnterpriseManaged
+    from ..client.oauth import FileTokenStorage as FileTokenStorage
+    from ..client.oauth import Grant as Grant
+    from ..client.oauth import InMemoryTokenStorage as InMemoryTokenStorage
+    from ..client.oauth import JWTBearer as JWTBearer
+    from ..client.oauth import LoopbackRedirect as LoopbackRedirect
+    from ..client.oauth import Network as Network
+    from ..client.oauth import OAuth as OAuth
+    from ..client.oauth import OAuthError as OAuthError
+    from ..client.oauth import Registration as Registration
+    from ..client.oauth import TokenStorage as TokenStorage
+    from ..client.oauth import WWWAuthenticate as WWWAuthenticate
+    from ..client.oauth import default_storage_dir as default_storage_dir
+    from ..client.oauth import follow_redirects as follow_redirects
+    from ..client.oauth import parse_www_authenticate as parse_www_authenticate
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

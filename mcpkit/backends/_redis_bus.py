@@ -2,7 +2,7 @@
 
 ``publish`` sends each change to one Redis channel (in order, pipelined when several are
 waiting); every worker's node receives it once and hands it to its local
-:class:`~mcpkit.server._bus.InMemoryBus`, which fans it out to the listen streams and legacy
+:class:`~mcpkit.server.InMemoryBus`, which fans it out to the listen streams and legacy
 sessions of that worker. A worker receives its own changes the same way, so every
 listener, wherever it is, sees the same sequence.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from redis.exceptions import RedisError
 
-from ..server._bus import Change, InMemoryBus, Subscription
+from ..server import Change, InMemoryBus, Subscription
 from ._redis_node import RedisNode
 
 log = logging.getLogger("mcpkit.backends.redis")
@@ -28,7 +28,7 @@ _decode = msgspec.json.decode
 
 
 class RedisBus:
-    """A :class:`~mcpkit.server._bus.Bus` shared by every worker connected to one Redis."""
+    """A :class:`~mcpkit.server.Bus` shared by every worker connected to one Redis."""
 
     def __init__(self, node: RedisNode, *, maxsize: int = 10_000) -> None:
         self.node = node
@@ -57,10 +57,10 @@ class RedisBus:
 
     def _publish_blocking(self, data: bytes) -> None:
         if self._sync_client is None:
-            import redis
+            from ._redis_url import sync_client
 
-            self._sync_client = redis.Redis.from_url(self.node.url, socket_connect_timeout=self.node.connect_timeout,
-                                                     socket_timeout=2.0)
+            self._sync_client = sync_client(self.node.url, socket_connect_timeout=self.node.connect_timeout,
+                                            socket_timeout=2.0)
         try:
             self._sync_client.publish(self.node.keys.changes, data)
         except RedisError as exc:

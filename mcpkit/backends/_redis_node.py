@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 from ..errors import BackendUnavailable as BackendUnavailable
 from ..protocol import errors
 from ._redis_keys import Keys
+from ._redis_url import async_client
 
 log = logging.getLogger("mcpkit.backends.redis")
 
@@ -73,7 +74,7 @@ class RedisNode:
     def client(self) -> aioredis.Redis:
         """The command client (a pool; a failed command is retried twice, briefly)."""
         if self._client is None:
-            self._client = aioredis.Redis.from_url(
+            self._client = async_client(
                 self.url, socket_connect_timeout=self.connect_timeout, socket_timeout=5.0,
                 retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2))
         return self._client
@@ -106,7 +107,7 @@ class RedisNode:
         delay = 0.05
         was_up = False
         while not self._closed:
-            conn = aioredis.Redis.from_url(self.url, socket_connect_timeout=self.connect_timeout,
+            conn = async_client(self.url, socket_connect_timeout=self.connect_timeout,
                                            socket_timeout=None, retry=Retry(NoBackoff(), 0))
             ps = conn.pubsub()
             beat: asyncio.Task[None] | None = None
@@ -143,7 +144,7 @@ class RedisNode:
                 if beat is not None:
                     beat.cancel()
                 try:
-                    await ps.aclose()  # type: ignore[no-untyped-call]
+                    await ps.aclose()
                     await conn.aclose()
                 except Exception:
                     pass

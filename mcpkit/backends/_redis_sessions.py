@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from redis.exceptions import RedisError
 
-from ..transports._http_legacy import SessionEvents
+from ..transports import SessionEvents
 from ._redis_node import BackendUnavailable, RedisNode
 
 log = logging.getLogger("mcpkit.backends.redis")

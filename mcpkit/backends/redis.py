@@ -18,9 +18,17 @@
   state is accepted once across every worker.
 - :func:`shared_state_keys`: one MRTR key ring for every worker, kept in Redis, when no
   keys are configured (``MCPKIT_STATE_KEYS`` keeps them out of Redis instead).
+- ``rate_buckets``: token buckets of :class:`mcpkit.server.ratelimit.RateLimits`, so a
+  caller's budget is one across every worker (one atomic script per rule and request).
 - ``dpop``: the DPoP proof replay cache and nonce secret (``install`` gives them to the
   server's ``ResourceServerAuth``), so a proof used at one worker is refused at every other
   and a nonce issued by one is accepted by all.
+
+``url`` is ``redis://``/``rediss://``/``unix://``, or a Sentinel URL
+(``redis+sentinel://host:26379[,host:26379...]/SERVICE[/DB]``): the connections then
+follow the primary the sentinels elect, and survive a failover (listen streams open at that
+moment end cleanly and clients listen again; new work is refused for the seconds the
+election takes, then continues on the promoted replica).
 
 Every worker of a process gets its own :class:`RedisBackend` (one per process: it holds a
 pub/sub connection and a heartbeat). Needs ``pip install 'mcpkit[redis]'``.
@@ -34,15 +42,17 @@ from ._redis_bus import RedisBus
 from ._redis_dpop import RedisDPoPStore
 from ._redis_keys import Keys
 from ._redis_node import BackendUnavailable, RedisNode
+from ._redis_ratelimit import RedisBuckets
 from ._redis_sessions import RedisSessionStore
 from ._redis_states import RedisUsedStates
 from ._redis_tasks import RedisTaskStore
+from ._redis_url import sync_client
 
 if TYPE_CHECKING:
     from ..server import Server
 
-__all__ = ["BackendUnavailable", "RedisBackend", "RedisBus", "RedisDPoPStore", "RedisSessionStore", "RedisTaskStore",
-           "RedisUsedStates", "shared_state_keys"]
+__all__ = ["BackendUnavailable", "RedisBackend", "RedisBuckets", "RedisBus", "RedisDPoPStore", "RedisSessionStore",
+           "RedisTaskStore", "RedisUsedStates", "shared_state_keys"]
 
 
 class RedisBackend:
@@ -56,6 +66,8 @@ class RedisBackend:
         self.sessions = RedisSessionStore(self.node)
         self.dpop = RedisDPoPStore(self.node)
         self.used_states = RedisUsedStates(self.node)
+        #: Token buckets for :class:`mcpkit.server.ratelimit.RateLimits` shared by every worker.
+        self.rate_buckets = RedisBuckets(self.node)
 
     @property
     def worker_id(self) -> str:
@@ -99,10 +111,8 @@ def shared_state_keys(url: str, *, prefix: str = "mcpkit", timeout: float = 5.0)
     import base64
     import secrets
 
-    import redis
-
     key = Keys(prefix).state_keys
-    client: Any = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    client: Any = sync_client(url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
         client.set(key, base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(), nx=True)
         value = client.get(key)

@@ -6,7 +6,10 @@
 - ``mcpkit discover TARGET`` prints a server's card, ``mcpkit scan [CONFIG ...]`` probes every
   server the MCP hosts on this machine (or the given configs) know;
 - ``mcpkit inspect TARGET`` serves a web inspector for a server on 127.0.0.1;
-- ``mcpkit serve FILE.py|module[:attr]`` runs a server over stdio or Streamable HTTP.
+- ``mcpkit serve FILE.py|module[:attr]`` runs a server over stdio or Streamable HTTP;
+- ``mcpkit install HOST TARGET`` / ``mcpkit uninstall HOST NAME`` add a server to an MCP host's
+  config (Claude Desktop, Claude Code, Cursor, VS Code, Gemini CLI, Windsurf, Goose, mcp.json);
+- ``mcpkit proxy TARGET`` serves another server again (stdio or HTTP), translating eras.
 
 TARGET is an ``http(s)://`` URL, a server file ``FILE.py``, or ``-- COMMAND [ARGS...]`` at the
 end of the line. Each command lives in its own module and is imported only when it runs, so
@@ -34,8 +37,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scan": ("_scan", "probe every MCP server configured on this machine (or in CONFIG files)"),
     "inspect": ("_inspect", "open a web inspector for a server (tools with forms, resources, prompts, history)"),
     "serve": ("_serve", "run a server defined in FILE.py or module[:attr]"),
+    "proxy": ("_proxy", "serve another MCP server (a URL or -- COMMAND) again, to clients of both eras"),
     "login": ("_login:login", "authorize to a server (OAuth) and keep the tokens (needs mcpkit[oauth])"),
     "logout": ("_login:logout", "forget (and revoke) the stored tokens for a server"),
+    "install": ("_install:install", "add a server to an MCP host's config (Claude Desktop, Cursor, VS Code, ...)"),
+    "uninstall": ("_install:uninstall", "remove a server from an MCP host's config"),
 }
 
 EPILOG = """\

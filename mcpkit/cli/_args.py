@@ -89,7 +89,7 @@ def check(name: str, schema: Any, values: dict[str, Any], raw: dict[str, str]) -
     props: dict[str, Any] = found if isinstance(found, dict) else {}
     out: dict[str, Any] = {}
     for key, value in values.items():
-        prop = props.get(key)
+        prop = resolve(props.get(key), schema)
         if prop is None:
             extra = schema.get("additionalProperties")
             if props and not extra:
@@ -118,6 +118,45 @@ def check(name: str, schema: Any, values: dict[str, Any], raw: dict[str, str]) -
     return out
 
 
+def resolve(prop: Any, root: Any) -> Any:
+    """``prop`` with a local ``$ref`` (``#/$defs/Name``) replaced by what it names in ``root``."""
+    defs = root.get("$defs") if isinstance(root, dict) else None
+    for _ in range(10):
+        ref = prop.get("$ref") if isinstance(prop, dict) else None
+        if not (isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict)):
+            break
+        target = defs.get(ref[len("#/$defs/"):])
+        if not isinstance(target, dict):
+            break
+        prop = {**target, **{k: v for k, v in prop.items() if k != "$ref"}}
+    return prop
+
+
+def type_text(prop: Any, root: Any, depth: int = 0) -> str:
+    """``integer``, ``"a"|"b"``, ``array of number``, ``{x: number, y?: number}``."""
+    prop = resolve(prop, root)
+    if not isinstance(prop, dict):
+        return "any"
+    if "enum" in prop:
+        return "|".join(json.dumps(v) for v in prop["enum"])
+    branches = prop.get("anyOf") or prop.get("oneOf")
+    if isinstance(branches, list) and branches:
+        return " | ".join(dict.fromkeys(type_text(b, root, depth) for b in branches))
+    typ = " | ".join(types_of(prop)) or "any"
+    if typ == "array" and isinstance(prop.get("items"), dict):
+        inner = type_text(prop["items"], root, depth)
+        if inner != "any":
+            typ = f"array of {inner}"
+    props = prop.get("properties")
+    if typ in ("object", "any") and isinstance(props, dict) and props:
+        if depth >= 2:
+            return "object"
+        required = set(prop.get("required") or [])
+        fields = ", ".join(f"{k}{'' if k in required else '?'}: {type_text(v, root, depth + 1)}" for k, v in props.items())
+        typ = "{" + fields + "}"
+    return typ
+
+
 def signature(schema: Any) -> list[tuple[str, str, bool, str | None, str | None]]:
     """(name, type, required, default as JSON, description) of each argument of ``schema``."""
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
@@ -125,13 +164,8 @@ def signature(schema: Any) -> list[tuple[str, str, bool, str | None, str | None]
     required = set(schema.get("required") or [])
     out = []
     for key, prop in schema["properties"].items():
-        prop = prop if isinstance(prop, dict) else {}
-        if "enum" in prop:
-            typ = "|".join(json.dumps(v) for v in prop["enum"])
-        else:
-            typ = " | ".join(types_of(prop)) or "any"
-            if typ == "array" and isinstance(prop.get("items"), dict) and types_of(prop["items"]):
-                typ = f"array of {' | '.join(types_of(prop['items']))}"
+        prop = resolve(prop if isinstance(prop, dict) else {}, schema)
+        typ = type_text(prop, schema)
         default = json.dumps(prop["default"]) if "default" in prop else None
         desc = prop.get("description")
         out.append((key, typ, key in required, default, desc if isinstance(desc, str) else None))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +47,45 @@ def terminal_elicitation(target: Target) -> Any:
 async def _line(prompt: str) -> str:
     sys.stderr.write(prompt)
     sys.stderr.flush()
-    text: str = await asyncio.to_thread(sys.stdin.readline)
+    text = await _read_line()
     if not text:  # EOF (Ctrl-D)
         sys.stderr.write("\n")
         raise _Cancelled
     return text.rstrip("\n")
+
+
+async def _read_line() -> str:
+    """One line of stdin ("" at EOF), read on the event loop: Ctrl-C (which cancels the
+    command) ends the wait at once. A thread blocked in ``readline`` would keep the process
+    alive until Enter, as ``asyncio.run`` waits for its threads."""
+    try:
+        fd = sys.stdin.fileno()
+        await _readable(fd)
+    except (AttributeError, ValueError, OSError, NotImplementedError):  # no selector for it (Windows)
+        line: str = await asyncio.to_thread(sys.stdin.readline)
+        return line
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 4096)  # a terminal in canonical mode gives a line at a time
+        chunks.append(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return b"".join(chunks).decode(sys.stdin.encoding or "utf-8", "replace")
+        await _readable(fd)
+
+
+async def _readable(fd: int) -> None:
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
 
 
 async def _ask(params: t.ElicitRequestParams) -> dict[str, Any]:

@@ -8,8 +8,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _args, _session
+from ._help import HelpFormatter, examples
 from ._safe import clean
-from ._target import CliError, add_target_options, dump_json
+from ._target import CliError, add_target_options, dump_json, result_dict
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -18,9 +19,12 @@ if TYPE_CHECKING:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcpkit call", description="Call a tool and print its result: the text content (and the "
-        "structured content, pretty-printed), or the whole CallToolResult with --json. Values parse as "
+        "structured content, pretty-printed, when it adds to the text), or the whole CallToolResult with --json. Values parse as "
         "JSON when they can, else as strings, and are checked against the tool's input schema first.",
-        epilog="example: mcpkit call add a=2 b=3 -- python examples/demo.py")
+        epilog=examples("mcpkit call add a=2 b=3 -- python examples/demo.py",
+                         "mcpkit call --json add a=2 b=3 examples/demo.py",
+                         "mcpkit call total --args '{\"items\": [{\"n\": 1}]}' server.py"),
+        formatter_class=HelpFormatter)
     p.add_argument("tool", metavar="TOOL", help="the tool's name")
     p.add_argument("items", nargs="*", metavar="key=value | TARGET", help="arguments, then the TARGET "
                    "(an http(s) URL or FILE.py; or give -- COMMAND [ARGS...] at the end)")
@@ -64,19 +68,12 @@ def main(argv: list[str]) -> int:
         finally:
             if progress is not None:
                 progress.clear()
-        return show(ns.tool, _to_dict(result), as_json=ns.json)
+        return show(ns.tool, result_dict(client, result), as_json=ns.json)
 
     from ._ask import interactive, terminal_elicitation
 
     options = {"elicitation": terminal_elicitation(target)} if interactive() else {}
     return _session.run("mcpkit call", target, body, **options)
-
-
-def _to_dict(result: Any) -> dict[str, Any]:
-    import msgspec
-
-    out: dict[str, Any] = msgspec.to_builtins(result)
-    return out
 
 
 def show(tool: str, result: dict[str, Any], *, as_json: bool) -> int:
@@ -87,19 +84,50 @@ def show(tool: str, result: dict[str, Any], *, as_json: bool) -> int:
         text = " ".join(render_content(result.get("content") or [], None).split()) or "(no message)"
         print(clean(f"mcpkit call: {tool} failed: {text}"), file=sys.stderr)
         return 1
-    out = render_content(result.get("content") or [], result.get("structuredContent"))
-    sc = result.get("structuredContent")
-    if sc is not None:
-        shown = sc["result"] if isinstance(sc, dict) and set(sc) == {"result"} else sc
-        out = "\n".join(x for x in (out, shown if isinstance(shown, str) else dump_json(shown)) if x)
+    out = render_result(result)
     if out:
         sys.stdout.write(clean(out.rstrip("\n")) + "\n")
     return 0
 
 
+def render_result(result: dict[str, Any]) -> str:
+    """A result's content, and its structured content only when that adds something: text
+    that is the structured content's serialisation gives way to it (pretty-printed), and
+    structured content that only repeats the text (``{"result": 42}`` after ``42``, a
+    ``{"content": TEXT}`` wrapper) is left out."""
+    content = result.get("content") or []
+    sc = result.get("structuredContent")
+    if sc is None:
+        return render_content(content, None)
+    shown = _unwrapped(sc)
+    text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    if text.strip() and _repeats(sc, shown, text):
+        return render_content(content, None)
+    out = render_content(content, sc)
+    return "\n".join(x for x in (out, shown if isinstance(shown, str) else dump_json(shown)) if x)
+
+
+def _unwrapped(structured: Any) -> Any:
+    """``{"result": X}`` (how scalars and lists travel) is X."""
+    return structured["result"] if isinstance(structured, dict) and set(structured) == {"result"} else structured
+
+
+def _repeats(structured: Any, shown: Any, text: str) -> bool:
+    """Whether the structured content says nothing the text did not."""
+    said = text.strip()
+    if isinstance(shown, str):
+        return shown.strip() == said
+    if isinstance(structured, dict) and len(structured) == 1:
+        (only,) = structured.values()
+        if isinstance(only, str) and only.strip() == said:
+            return True
+    # A scalar printed as text (42, true): the text is as good as its JSON.
+    return (shown is None or isinstance(shown, (bool, int, float))) and _same_json(text, shown)
+
+
 def render_content(content: list[Any], structured: Any) -> str:
-    """Text blocks as they are (a text block that merely repeats the structured content is
-    left out); other blocks as a short bracketed line."""
+    """Text blocks as they are (a text block that merely repeats the structured content, or
+    its ``{"result": ...}`` value, is left out); other blocks as a short bracketed line."""
     parts: list[str] = []
     for block in content:
         if not isinstance(block, dict):
@@ -107,7 +135,7 @@ def render_content(content: list[Any], structured: Any) -> str:
         kind = block.get("type")
         if kind == "text":
             text = block.get("text", "")
-            if structured is not None and _same_json(text, structured):
+            if structured is not None and (_same_json(text, structured) or _same_json(text, _unwrapped(structured))):
                 continue
             parts.append(text)
         elif kind in ("image", "audio"):

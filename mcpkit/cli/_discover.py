@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .._probe import SECTIONS as SECTIONS
 from .._probe import probe as probe
 from . import _session
+from ._help import HelpFormatter, examples
 from ._list import first_line, tool_lines
 from ._safe import clean
 from ._target import add_target_options, dump_json
@@ -25,8 +26,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcpkit discover", description="Probe a server and print its card: identity, era (modern, legacy "
         "or dual), versions, capabilities, and its tools, resources and prompts.",
-        epilog="examples: mcpkit discover -- python examples/demo.py   mcpkit discover examples/demo.py   "
-        "mcpkit discover http://127.0.0.1:8000/mcp")
+        epilog=examples("mcpkit discover -- python examples/demo.py", "mcpkit discover examples/demo.py",
+                         "mcpkit discover http://127.0.0.1:8000/mcp"),
+        formatter_class=HelpFormatter)
     p.add_argument("items", nargs="*", metavar="TARGET", help="an http(s) URL or FILE.py (or -- COMMAND [ARGS...])")
     p.add_argument("--json", action="store_true",
                    help="print the DiscoverResult, the era and the tools, resources and prompts as one JSON object")

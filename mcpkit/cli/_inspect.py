@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from . import _session
+from ._help import HelpFormatter, examples
 from ._safe import clean
 from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
 
@@ -27,7 +28,8 @@ def parser() -> argparse.ArgumentParser:
         "built from their input schemas), resources, prompts, and the history of requests. Serves on "
         "127.0.0.1 at a URL with a random access token, printed on start and opened in a browser "
         "(not with --no-browser).",
-        epilog="example: mcpkit inspect -- python examples/demo.py")
+        epilog=examples("mcpkit inspect -- python examples/demo.py", "mcpkit inspect http://127.0.0.1:8000/mcp"),
+        formatter_class=HelpFormatter)
     p.add_argument("items", nargs="*", metavar="TARGET", help="an http(s) URL or FILE.py (or -- COMMAND [ARGS...])")
     p.add_argument("--port", type=int, default=6274, help="the port to listen on (default 6274; 0: any free port)")
     # --no-browser comes with the connection options (OAuth's): here it also means the page
@@ -69,7 +71,7 @@ def main(argv: list[str]) -> int:
 async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> int:
     import uvicorn
 
-    from ..inspect._app import Inspector, InspectorApp
+    from ..inspect import Inspector, InspectorApp
 
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
@@ -81,6 +83,8 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
     else:
         print(clean(f"mcpkit inspect: {card['target']}: {card.get('error')} (the page can reconnect)"), file=sys.stderr,
               flush=True)
+        for line in card.get("serverOutput") or []:  # as discover shows it: the server's stderr, its stray stdout
+            print(clean(line), file=sys.stderr, flush=True)
     url = f"http://127.0.0.1:{port}/?token={token}"
     app = InspectorApp(inspector, token=token, port=port)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False,
@@ -99,7 +103,7 @@ async def _serve(target: Target, sock: socket.socket, *, open_browser: bool) -> 
         # redirects with a one-time code instead (mcpkit.inspect._launch).
         import webbrowser
 
-        from ..inspect._launch import RedirectFile
+        from ..inspect import RedirectFile
 
         redirect = RedirectFile(f"http://127.0.0.1:{port}/?code={app.codes.issue()}")
         app.codes.on_used.append(redirect.remove_file)

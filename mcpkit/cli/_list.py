@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _args, _session
+from ._help import HelpFormatter, examples
 from ._safe import clean
 from ._target import add_target_options, dump_json
 
@@ -26,7 +27,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcpkit list", description="List a server's tools (with their arguments, types, defaults and "
         "first docstring line), resources, resource templates or prompts; all of them when WHAT is left out.",
-        epilog="example: mcpkit list tools -- python examples/demo.py")
+        epilog=examples("mcpkit list tools -- python examples/demo.py", "mcpkit list --json prompts http://127.0.0.1:8000/mcp"),
+        formatter_class=HelpFormatter)
     p.add_argument("items", nargs="*", metavar="[WHAT] TARGET",
                    help=f"WHAT is one of {', '.join(KINDS)}; TARGET an http(s) URL or FILE.py "
                    "(or give -- COMMAND [ARGS...] at the end)")

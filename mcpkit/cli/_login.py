@@ -17,8 +17,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._help import HelpFormatter, examples
+
 if TYPE_CHECKING:
-    from ..auth import OAuth
+    from ..auth import OAuth, Registration
     from ..client import Auth
 
 EXIT_USAGE = 2
@@ -61,11 +63,18 @@ def add_login_commands(sub: Any) -> None:
     p = sub.add_parser("login", help="authorize to a server (OAuth) and keep the tokens",
                        description="Log in to the MCP server at URL: discover its authorization server, "
                                    "register if needed, authorize in the browser (or with client "
-                                   "credentials), and store the tokens for later commands.")
+                                   "credentials), and store the tokens for later commands.",
+                       epilog=examples("mcpkit login https://mcp.example.com/mcp",
+                                       "mcpkit login --client-credentials --client-id ID --issuer URL URL"),
+                       formatter_class=HelpFormatter)
     p.add_argument("url", help="the server's MCP endpoint URL")
     p.add_argument("--force", action="store_true", help="authorize again even with valid stored tokens")
     add_auth_options(p, login=True)
-    q = sub.add_parser("logout", help="forget the stored tokens for a server")
+    q = sub.add_parser("logout", help="forget the stored tokens for a server",
+                       description="Forget the tokens `mcpkit login URL` kept for the server at URL, and "
+                                   "revoke them at its authorization server (RFC 7009) when it offers that "
+                                   "(not with --no-revoke).",
+                       epilog=examples("mcpkit logout https://mcp.example.com/mcp"), formatter_class=HelpFormatter)
     q.add_argument("url", help="the server's MCP endpoint URL")
     q.add_argument("--token-store", metavar="FILE", help="the token file (default: the user's data directory)")
     q.add_argument("--no-revoke", action="store_true",
@@ -81,29 +90,60 @@ def _storage(args: argparse.Namespace) -> Any:
     return FileTokenStorage(getattr(args, "token_store", None))
 
 
-def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
-    from ..auth import OAuth, OAuthError
+def _registration(args: argparse.Namespace) -> Registration:
+    """The client's registration the options describe; CliError (one line) for a key file that cannot be read."""
+    from ..auth import Registration
+    from ..errors import CliError
 
-    secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET")
     key = None
-    if args.private_key:
-        with open(args.private_key, "rb") as f:
-            key = f.read()
-    kw: dict[str, Any] = {"client_id": args.client_id, "client_secret": secret, "private_key": key,
-                          "signing_algorithm": args.signing_alg, "scope": args.scope, "storage": _storage(args),
-                          "client_name": "mcpkit", "issuer": getattr(args, "issuer", None),
-                          "allow_private_network": getattr(args, "allow_private_network", False),
-                          "allow_cross_origin_metadata": getattr(args, "allow_cross_origin_metadata", False)}
+    if getattr(args, "private_key", None):
+        try:
+            with open(args.private_key, "rb") as f:
+                key = f.read()
+        except OSError as exc:
+            raise CliError(f"--private-key {args.private_key}: {exc.strerror or exc}", 2) from None
+    secret = getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET")
+    return Registration(client_id=getattr(args, "client_id", None), client_secret=secret,
+                        issuer=getattr(args, "issuer", None), private_key=key,
+                        signing_algorithm=getattr(args, "signing_alg", "ES256"), client_name="mcpkit")
+
+
+def _oauth(args: argparse.Namespace, url: str, *, interactive: bool = True) -> OAuth:
+    """The OAuth hook the options describe; CliError (one line) for options that cannot work."""
+    from ..errors import CliError
+
+    try:
+        return _make_oauth(args, url, interactive=interactive)
+    except ImportError as exc:
+        raise CliError(f"OAuth needs the oauth extra: pip install 'mcpkit[oauth]' ({exc})") from None
+    except ValueError as exc:  # the OAuth client's own check of its options
+        raise CliError(str(exc), 2) from None
+
+
+def _make_oauth(args: argparse.Namespace, url: str, *, interactive: bool) -> OAuth:
+    from ..errors import CliError
+
+    if getattr(args, "client_credentials", False) and not getattr(args, "client_id", None):
+        raise CliError("--client-credentials needs --client-id, and --client-secret (or MCPKIT_CLIENT_SECRET) "
+                       "or --private-key", 2)
+    registration = _registration(args)
+    from ..auth import AuthorizationCode, ClientCredentials, Grant, Network, OAuth, OAuthError
+
+    network = Network(allow_private_network=getattr(args, "allow_private_network", False),
+                      allow_cross_origin_metadata=getattr(args, "allow_cross_origin_metadata", False))
+    grant: Grant
     if args.client_credentials:
-        return OAuth(url, grant="client_credentials", **kw)
-    if interactive:  # the loopback listener is made only when a login is needed
-        return OAuth(url, open_browser=not args.no_browser, **kw)
+        grant = ClientCredentials()
+    elif interactive:  # the loopback listener is made only when a login is needed
+        grant = AuthorizationCode(open_browser=not args.no_browser)
+    else:
+        async def no_person(authorization_url: str, redirect_uri: str) -> str:
+            raise OAuthError(f"{url} needs a login: run `mcpkit login {url}` on a terminal, or pass --bearer",
+                             error="login_required")
 
-    async def no_person(authorization_url: str, redirect_uri: str) -> str:
-        raise OAuthError(f"{url} needs a login: run `mcpkit login {url}` on a terminal, or pass --bearer",
-                         error="login_required")
-
-    return OAuth(url, authorizer=no_person, redirect_uri="http://127.0.0.1/callback", **kw)
+        grant = AuthorizationCode(no_person, redirect_uri="http://127.0.0.1/callback")
+    return OAuth(url, grant, registration=registration, scope=args.scope, storage=_storage(args),
+                 network=network)
 
 
 def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
@@ -124,13 +164,13 @@ def auth_from_args(args: argparse.Namespace, url: str) -> Auth | None:
 
 
 def _canonical(url: str) -> str:
-    from ..auth._discovery import canonical_resource
+    from ..client.oauth import canonical_resource
 
     return canonical_resource(url)
 
 
 async def _login(args: argparse.Namespace) -> int:
-    from ..auth import OAuthError
+    from ..errors import OAuthError
     from ._safe import clean, set_raw
 
     set_raw(getattr(args, "raw", False))
@@ -138,7 +178,11 @@ async def _login(args: argparse.Namespace) -> int:
     try:
         tokens = await oauth.authorize(force=args.force)
     except OAuthError as exc:
-        print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
+        if await _answers_without_auth(args.url):
+            print(clean(f"mcpkit login: {args.url} answers without authorization: there is nothing to log in to "
+                        f"(the login attempt said: {exc})"), file=sys.stderr)
+        else:
+            print(clean(f"mcpkit login: {exc}"), file=sys.stderr)  # the authorization server's words
         return EXIT_FAIL
     parts = [f"Logged in to {args.url}", f"authorization server {tokens.get('issuer')}"]
     if tokens.get("scope") or tokens.get("scope_requested"):
@@ -151,23 +195,60 @@ async def _login(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _answers_without_auth(url: str) -> bool:
+    """Whether the server at ``url`` answers ``server/discover`` (or ``initialize``) with no
+    token at all: a failed login there is not what stands in the way."""
+    from ..client import Client
+    from ..errors import MCPKitError
+
+    try:
+        async with Client(url, timeout=5.0, probe_timeout=5.0, cache=False, restart=False):
+            return True
+    except (MCPKitError, OSError, TimeoutError, ValueError):
+        return False
+
+
 def run_login_command(args: argparse.Namespace) -> int:
     """Run ``login`` or ``logout`` from parsed arguments; returns the exit status."""
+    from ..errors import CliError
+
     if not str(getattr(args, "url", "")).startswith(("http://", "https://")):
         print(f"mcpkit {args.cmd}: URL must be http(s)", file=sys.stderr)
         return EXIT_USAGE
-    if args.cmd == "logout":
+    if args.cmd == "login" and args.bearer:
+        print("mcpkit login: --bearer gives a token to the other commands (mcpkit call --bearer TOKEN ...); "
+              "login gets a token, so it takes no --bearer", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.cmd == "logout":
+            return _logout(args)
+        return asyncio.run(_login(args))
+    except CliError as exc:
+        print(f"mcpkit {args.cmd}: {exc}", file=sys.stderr)
+        return exc.code
+    except ImportError as exc:  # a dependency loaded only when the flow needs it
+        from ._extras import missing_extra
+
+        print(f"mcpkit {args.cmd}: {missing_extra(exc, 'OAuth', 'oauth')}", file=sys.stderr)
+        return EXIT_FAIL
+
+
+def _logout(args: argparse.Namespace) -> int:
+    from ..errors import CliError
+
+    try:
         from ..auth import OAuth
 
-        oauth = OAuth(args.url, storage=_storage(args), client_id=getattr(args, "client_id", None),
-                      issuer=getattr(args, "issuer", None),
-                      client_secret=getattr(args, "client_secret", None) or os.environ.get("MCPKIT_CLIENT_SECRET"))
-        if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
-            print(f"Logged out of {args.url}.")
-        else:
-            print(f"No stored tokens for {args.url}.")
-        return 0
-    return asyncio.run(_login(args))
+        oauth = OAuth(args.url, registration=_registration(args), storage=_storage(args))
+    except ImportError as exc:
+        raise CliError(f"OAuth needs the oauth extra: pip install 'mcpkit[oauth]' ({exc})") from None
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+    if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
+        print(f"Logged out of {args.url}.")
+    else:
+        print(f"No stored tokens for {args.url}.")
+    return 0
 
 
 def main(argv: list[str]) -> int:

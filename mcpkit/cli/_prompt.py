@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _args, _session
 from ._call import render_content
+from ._help import HelpFormatter, examples
 from ._safe import clean
-from ._target import CliError, add_target_options, dump_json
+from ._target import CliError, add_target_options, dump_json, result_dict
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -19,9 +20,10 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcpkit prompt", description="Get a prompt and print its messages (or the whole GetPromptResult "
         "with --json). Prompt arguments are strings.",
-        epilog="example: mcpkit prompt summarize name=ideas -- python examples/demo.py")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("items", nargs="*", metavar="key=value | TARGET")
+        epilog=examples("mcpkit prompt summarize name=ideas -- python examples/demo.py"), formatter_class=HelpFormatter)
+    p.add_argument("name", metavar="NAME", help="the prompt's name, as `mcpkit list prompts` gives it")
+    p.add_argument("items", nargs="*", metavar="key=value | TARGET", help="arguments (strings), then the TARGET "
+                   "(an http(s) URL or FILE.py; or give -- COMMAND [ARGS...] at the end)")
     p.add_argument("--json", action="store_true", help="print the whole GetPromptResult as JSON")
     add_target_options(p)
     return p
@@ -40,7 +42,6 @@ def main(argv: list[str]) -> int:
         return exc.code
 
     async def body(client: Client) -> int:
-        import msgspec
 
         prompts = {pr.name: pr for pr in await client.list_prompts()}
         prompt = prompts.get(ns.name)
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> int:
         missing = [a.name for a in (prompt.arguments or []) if a.required and a.name not in raw]
         if missing:
             raise CliError(f"{ns.name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}", 2)
-        result: dict[str, Any] = msgspec.to_builtins(await client.get_prompt(ns.name, raw or None))
+        result: dict[str, Any] = result_dict(client, await client.get_prompt(ns.name, raw or None))
         if ns.json:
             sys.stdout.write(dump_json(result) + "\n")
             return 0

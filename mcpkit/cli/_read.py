@@ -7,8 +7,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _session
+from ._help import HelpFormatter, examples
 from ._safe import clean
-from ._target import add_target_options, dump_json
+from ._target import add_target_options, dump_json, result_dict
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -18,8 +19,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mcpkit read", description="Read a resource: text contents as they are, binary contents as a "
         "short note (or everything with --json).",
-        epilog="example: mcpkit read notes://ideas -- python examples/demo.py")
-    p.add_argument("uri", metavar="URI")
+        epilog=examples("mcpkit read notes://ideas -- python examples/demo.py"), formatter_class=HelpFormatter)
+    p.add_argument("uri", metavar="URI", help="the resource's URI, as `mcpkit list resources` (or a template) gives it")
     p.add_argument("items", nargs="*", metavar="TARGET", help="an http(s) URL or FILE.py (or -- COMMAND [ARGS...])")
     p.add_argument("--json", action="store_true", help="print the whole ReadResourceResult as JSON")
     add_target_options(p)
@@ -34,9 +35,7 @@ def main(argv: list[str]) -> int:
         return target
 
     async def body(client: Client) -> int:
-        import msgspec
-
-        result: dict[str, Any] = msgspec.to_builtins(await client.read_resource(ns.uri))
+        result: dict[str, Any] = result_dict(client, await client.read_resource(ns.uri))
         if ns.json:
             sys.stdout.write(dump_json(result) + "\n")
             return 0

@@ -3,7 +3,8 @@ with (or those of the given config files), in parallel, and print one row each.
 
 Configs found without arguments: Claude Desktop, Claude Code (``~/.claude.json`` and
 ``.mcp.json`` here), Cursor (``~/.cursor/mcp.json``, ``.cursor/mcp.json``), VS Code (user
-``mcp.json``, ``.vscode/mcp.json``) and Windsurf (``~/.codeium/windsurf/mcp_config.json``).
+``mcp.json``, ``.vscode/mcp.json``), Gemini CLI (``~/.gemini/settings.json``) and Windsurf
+(``~/.codeium/windsurf/mcp_config.json``); where each lives is :mod:`mcpkit.cli._hosts`.
 Both shapes are read: ``{"mcpServers": {...}}`` and VS Code's ``{"servers": {...}}``, with
 ``command``/``args``/``env`` (stdio) or ``url``/``headers`` (HTTP) entries.
 
@@ -17,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import re
 import sys
 import time
 from typing import Any
 
 from . import _trust
+from ._hosts import load_json as _load_json
+from ._hosts import scan_candidates
 from ._safe import add_raw_option, clean, set_raw
 from ._target import Target, describe_error, dump_json, errors_to_catch
 
@@ -34,7 +35,7 @@ PROG = "mcpkit scan"
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Probe every MCP server in the configs of the common hosts (Claude Desktop, "
-        "Claude Code, Cursor, VS Code, Windsurf), or in the CONFIG files given, in parallel. Prints a table: "
+        "Claude Code, Cursor, VS Code, Gemini CLI, Windsurf), or in the CONFIG files given, in parallel. Prints a table: "
         "name, transport, era, versions, server, tools, latency, auth, error. Exits 1 when any server failed.")
     p.add_argument("configs", nargs="*", metavar="CONFIG", help="MCP config files (JSON) to scan instead")
     p.add_argument("--json", action="store_true", help='print {"servers": [...]} as JSON')
@@ -51,21 +52,7 @@ def parser() -> argparse.ArgumentParser:
 def host_configs() -> list[tuple[str, str, bool]]:
     """(host, path, project) of the MCP configs that exist on this machine and in this directory
     (``project``: it is this directory's, not the user's)."""
-    home = os.path.expanduser("~")
-    appdata = os.environ.get("APPDATA") or os.path.join(home, "AppData", "Roaming")
-    mac = os.path.join(home, "Library", "Application Support")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    candidates = [
-        ("Claude Desktop", os.path.join(mac, "Claude", "claude_desktop_config.json")),
-        ("Claude Desktop", os.path.join(xdg, "Claude", "claude_desktop_config.json")),
-        ("Claude Desktop", os.path.join(appdata, "Claude", "claude_desktop_config.json")),
-        ("Claude Code", os.path.join(home, ".claude.json")),
-        ("Cursor", os.path.join(home, ".cursor", "mcp.json")),
-        ("VS Code", os.path.join(mac, "Code", "User", "mcp.json")),
-        ("VS Code", os.path.join(xdg, "Code", "User", "mcp.json")),
-        ("VS Code", os.path.join(appdata, "Code", "User", "mcp.json")),
-        ("Windsurf", os.path.join(home, ".codeium", "windsurf", "mcp_config.json")),
-    ]
+    candidates = scan_candidates()
     # The user's own configs come first: a project path that is one of them (the home
     # directory's .cursor/mcp.json, scanned from home) stays the user's.
     seen: set[str] = set()
@@ -82,18 +69,6 @@ def host_configs() -> list[tuple[str, str, bool]]:
 def user_config_paths() -> set[str]:
     """The real paths of the user-level configs that exist (for CONFIG files given)."""
     return {os.path.realpath(path) for _host, path, project in host_configs() if not project}
-
-
-def _load_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        return json.loads(text)
-    except ValueError:
-        # VS Code's mcp.json is JSONC: drop // comments and trailing commas, then try again.
-        stripped = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*', lambda m: m.group(1) or "", text)
-        stripped = re.sub(r",(\s*[}\]])", r"\1", stripped)
-        return json.loads(stripped)
 
 
 def servers_in(data: Any) -> dict[str, Any]:
@@ -187,9 +162,10 @@ async def probe_one(name: str, source: str, entry: dict[str, Any], ns: argparse.
         row["error"] = describe_error(exc, ns.timeout, credentials=target.sends_credentials)
         if isinstance(exc, HttpStatusError) and exc.status in (401, 403):
             row["auth"] = True
-        stderr = [ln.strip() for ln in target.server_output(3) if ln.startswith("  ")]
-        if stderr:
-            row["stderr"] = stderr
+        output = target.server_output(10)
+        if output:  # as discover shows it: the server's stderr (and what it wrote to stdout that is not JSON-RPC)
+            row["stderr"] = [ln.strip() for ln in output if ln.startswith("  ")]
+            row["serverOutput"] = output
     finally:
         target.close()
     if progress:
@@ -228,8 +204,8 @@ def main(argv: list[str]) -> int:
     else:
         sources = host_configs()
         if not sources:
-            print(f"{PROG}: no MCP host configs found (looked for Claude Desktop, Claude Code, Cursor, VS Code and "
-                  "Windsurf); give CONFIG files", file=sys.stderr)
+            print(f"{PROG}: no MCP host configs found (looked for Claude Desktop, Claude Code, Cursor, VS Code, "
+                  "Gemini CLI and Windsurf); give CONFIG files", file=sys.stderr)
             return 1
     entries: list[tuple[str, str, dict[str, Any], bool]] = []
     for host, path, project in sources:
@@ -288,7 +264,7 @@ def render_table(rows: list[dict[str, Any]]) -> str:
         out.append("")
         for r in failed:
             out.append(clean(f"{r['name']}: {r['error']}"))
-            out.extend(clean(f"    {ln}") for ln in r.get("stderr") or [])
+            out.extend(clean(f"  {ln}") for ln in r.get("serverOutput") or [])
     skipped = [r for r in rows if r.get("skipped")]
     if skipped:
         out.append("")

@@ -14,6 +14,9 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._extras import missing_extra
+from ._help import HelpFormatter, examples
+
 if TYPE_CHECKING:
     from ..server import Server
 
@@ -37,22 +40,23 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Run the mcpkit Server defined in FILE.py or module[:attr] (attr defaults to "
         "the module's one Server; it may also be a function returning one). Over stdio by default; "
         "--http serves Streamable HTTP (both the 2026-07-28 and the 2025-11-25 transports) at /mcp.",
-        epilog="examples: mcpkit serve server.py   mcpkit serve --http --port 9000 app.server:build")
+        epilog=examples("mcpkit serve server.py", "mcpkit serve --http --port 9000 app.server:build"),
+        formatter_class=HelpFormatter)
     p.add_argument("spec", metavar="FILE.py[:attr] | module[:attr]")
     p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio (needs mcpkit[http])")
-    p.add_argument("--host", default="127.0.0.1", help="bind address for --http (default 127.0.0.1)")
-    p.add_argument("--port", default="8000", help="port for --http (default 8000)")
-    p.add_argument("--path", default="/mcp", help="the endpoint path for --http (default /mcp)")
+    p.add_argument("--host", help="bind address for --http (default 127.0.0.1)")
+    p.add_argument("--port", help="port for --http (default 8000)")
+    p.add_argument("--path", help="the endpoint path for --http (default /mcp)")
     p.add_argument("--allowed-host", action="append", metavar="HOST[:PORT]",
                    help="a Host header to accept (repeatable; default: loopback names only)")
     p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
                    help="an Origin to accept, e.g. https://app.example (repeatable; default: loopback origins)")
     scale = p.add_argument_group("several workers (--http; needs mcpkit[redis])")
-    scale.add_argument("--workers", type=int, default=1, metavar="N",
+    scale.add_argument("--workers", type=int, metavar="N",
                        help="serve on N worker processes sharing the port (above 1 needs --redis)")
-    scale.add_argument("--redis", metavar="URL", default=os.environ.get("MCPKIT_REDIS_URL"),
-                       help="Redis for listen fan-out, tasks and legacy sessions across workers "
-                            "(default: $MCPKIT_REDIS_URL)")
+    scale.add_argument("--redis", metavar="URL",
+                       help="Redis for listen fan-out, tasks and legacy sessions across workers: redis://HOST:PORT/DB "
+                            "or redis+sentinel://SENTINEL:PORT[,...]/SERVICE[/DB] (default: $MCPKIT_REDIS_URL)")
     auth = p.add_argument_group("protecting the server (--http; needs mcpkit[oauth])")
     auth.add_argument("--auth-issuer", metavar="URL",
                       help="accept JWT access tokens from this authorization server (keys found via its metadata)")
@@ -68,6 +72,13 @@ def parser() -> argparse.ArgumentParser:
                            "issuers that omit it)")
     auth.add_argument("--public-url", metavar="URL",
                       help="the URL clients use, behind a proxy (the protected resource's canonical URL)")
+    ops = p.add_argument_group("operating")
+    ops.add_argument("--otel", action="store_true",
+                     help="OpenTelemetry spans and metrics (needs mcpkit[otel]); without it they are on when "
+                          "OpenTelemetry is set up, e.g. under opentelemetry-instrument")
+    ops.add_argument("--rate-limit", action="append", metavar="[METHOD[:NAME]:]N/PERIOD", default=[],
+                     help="a token bucket per caller, e.g. 100/s, tools/call:10/s, tools/call:search:5/m (repeatable; "
+                          "shared through --redis when given)")
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -87,9 +98,30 @@ def _stopped_line(signum: int) -> None:
         print(f"{PROG}: stopped ({name})", file=sys.stderr, flush=True)
 
 
+#: (dest, option) of the options that only mean something with --http
+_HTTP_ONLY = (("host", "--host"), ("port", "--port"), ("path", "--path"), ("workers", "--workers"), ("redis", "--redis"),
+              ("allowed_host", "--allowed-host"), ("allowed_origin", "--allowed-origin"), ("auth_issuer", "--auth-issuer"),
+              ("auth_audience", "--auth-audience"), ("auth_scope", "--auth-scope"),
+              ("auth_introspect", "--auth-introspect"), ("auth_no_typ_check", "--auth-no-typ-check"),
+              ("public_url", "--public-url"))
+
 def main(argv: list[str]) -> int:
     p = parser()
     ns = p.parse_args(argv)
+    if not ns.http:
+        given = [opt for dest, opt in _HTTP_ONLY if getattr(ns, dest) not in (None, False)]
+        if given:
+            said = f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'}"
+            print(f"{PROG}: {said} for Streamable HTTP: add --http (without it the server is served over stdio)",
+                  file=sys.stderr)
+            return 2
+    ns.host = ns.host or "127.0.0.1"
+    ns.port = ns.port or "8000"
+    ns.workers = 1 if ns.workers is None else ns.workers
+    ns.redis = ns.redis or os.environ.get("MCPKIT_REDIS_URL") or None
+    ns.path = ns.path or "/mcp"
+    if not ns.path.startswith("/"):
+        ns.path = "/" + ns.path  # --path mcp is /mcp
     port = _port(ns.port)
     if isinstance(port, str):
         print(f"{PROG}: {port}", file=sys.stderr)
@@ -109,9 +141,9 @@ def main(argv: list[str]) -> int:
 # ---------------------------------------------------------------- stdio
 def _serve_stdio(ns: argparse.Namespace) -> int:
     # Before the user's module runs: an import-time print() must not reach the MCP stream.
-    from ..transports import _stdio_main
+    from ..transports import claim_stdout, run_stdio_server
 
-    out_fd = _stdio_main.claim_stdout()
+    out_fd = claim_stdout()
 
     def on_signal(signum: int, frame: Any) -> None:
         _stopped_line(signum)
@@ -122,15 +154,15 @@ def _serve_stdio(ns: argparse.Namespace) -> int:
         server = _load_or_report(ns.spec)
     except KeyboardInterrupt:
         return 0
-    if server is None:
+    if server is None or not _operate(server, ns, "stdio"):
         return 2
     if sys.stderr.isatty():
         print(startup_line(server, "stdio"), file=sys.stderr)
     signal.signal(signal.SIGINT, on_signal)
     options: dict[str, Any] = {"out_fd": out_fd}
-    if _accepts(_stdio_main.run_stdio_server, "fast_exit"):
+    if _accepts(run_stdio_server, "fast_exit"):
         options["fast_exit"] = True
-    _stdio_main.run_stdio_server(server, **options)
+    run_stdio_server(server, **options)
     return 0
 
 
@@ -149,7 +181,7 @@ def _load_planned(ns: argparse.Namespace) -> tuple[Server, Any, str | None] | in
     from ._serve_auth import plan_auth
 
     server = _load_or_report(ns.spec)
-    if server is None:
+    if server is None or not _operate(server, ns, "http"):
         return 2
     plan = plan_auth(ns, server)
     if isinstance(plan, str):
@@ -165,6 +197,12 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
         print(f"{PROG}: --auth-* with --workers/--redis is not supported yet; protect each worker with "
               "Server(auth=...) in the server file instead", file=sys.stderr)
         return 2
+    if ns.redis:
+        try:
+            import redis  # noqa: F401
+        except ImportError as exc:
+            print(f"{PROG}: {missing_extra(exc, '--redis')}", file=sys.stderr)
+            return 1
     if ns.workers > 1 and not ns.redis:
         from .._workers import NEEDS_REDIS
 
@@ -182,7 +220,10 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
-        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, **options)
+        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, rate_limits=ns.rate_limit, **options)
+    except ImportError as exc:
+        print(f"{PROG}: {missing_extra(exc, '--workers/--redis')}", file=sys.stderr)
+        return 1
     except (ValueError, RuntimeError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -287,7 +328,9 @@ def _reload(ns: argparse.Namespace, argv: list[str]) -> int:
     import subprocess
     import time
 
-    child_argv = [sys.executable, "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
+    # -P: a folder named mcpkit in the current directory cannot stand in for mcpkit (the
+    # loader adds what a FILE.py or module:attr needs to sys.path itself).
+    child_argv = [sys.executable, "-P", "-m", "mcpkit", "serve", *[a for a in argv if a != "--reload"]]
     roots = _watch_roots(ns.spec)
     env = {**os.environ, _CHILD_ENV: "1"}
 
@@ -326,9 +369,9 @@ def _end(child: Any) -> None:
 
 
 def _watch_roots(spec: str) -> list[str]:
-    from ..server._loader import file_spec
+    from ..server import spec_file
 
-    path = file_spec(spec)[0]
+    path = spec_file(spec)[0]
     if path is not None:
         return [os.path.dirname(os.path.abspath(path)) or "."]
     return [os.getcwd()]
@@ -361,14 +404,36 @@ def _changed(before: dict[str, float], after: dict[str, float]) -> str:
     return "a file"
 
 
+def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
+    """Telemetry (``--otel``, or OpenTelemetry set up around us); False after one line saying why not."""
+    from ..observability import setup
+
+    try:
+        setup(server, transport, force=ns.otel)
+    except ImportError as exc:
+        print(f"{PROG}: --otel: {exc}", file=sys.stderr)
+        return False
+    if ns.rate_limit:
+        from ..server.ratelimit import RateLimits
+
+        try:
+            limits = RateLimits(ns.rate_limit)
+        except ValueError as exc:
+            print(f"{PROG}: --rate-limit: {exc}", file=sys.stderr)
+            return False
+        if transport == "stdio" or not (ns.redis or ns.workers != 1):  # workers install theirs, on Redis
+            limits.install(server)
+    return True
+
+
 # ---------------------------------------------------------------- finding the server
 def _load_or_report(spec: str) -> Server | None:
     """The server, or None after printing one line saying why not."""
     from ..errors import ServerLoadError
-    from ..server._loader import load
+    from ..server import load_spec
 
     try:
-        server, ran = load(spec)
+        server, ran = load_spec(spec)
     except ServerLoadError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..transports._resource import is_wildcard
+from ..transports import is_wildcard
 
 #: (auth, public_url) to serve with, or the one line saying why not.
 Plan = tuple[Any, "str | None"]
@@ -56,7 +56,7 @@ def plan_auth(ns: argparse.Namespace, server: Any) -> Plan | str:
     if public_url is None and is_wildcard(ns.host):
         return _wildcard(ns.host)
     try:
-        from ..auth.server import build_auth_from_cli
+        from ..server.auth import build_auth_from_cli
 
         return build_auth_from_cli(ns), None
     except ImportError:

@@ -83,12 +83,21 @@ async def session(prog: str, target: Target, body: Body, **client_options: Any) 
             finally:
                 reaper[0].cancel()
                 target.on_deadline_moved = None
+                if target.deadline is not None and loop.time() >= target.deadline:
+                    # Out of time: the server process is killed now, not asked to stop (a polite
+                    # close of a busy server takes seconds, and --timeout includes shutting down).
+                    kill_process(client)
                 await _close(client)
         except CliError as exc:  # its text may quote the server (the names of its tools)
             print(clean(f"{prog}: {exc}"), file=sys.stderr)
             return exc.code
         except errors_to_catch() as exc:
             return failure(prog, target, exc)
+        except ImportError as exc:  # an optional dependency a step needed (the OAuth flow's joserfc...)
+            from ._extras import missing_extra
+
+            print(clean(f"{prog}: {missing_extra(exc, target.label)}"), file=sys.stderr)
+            return 1
     finally:
         target.close()
 

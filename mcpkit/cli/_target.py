@@ -80,7 +80,9 @@ def command_for_file(spec: str) -> list[str]:
     if not os.path.isfile(path):
         raise CliError(f"no such file: {path}", 2)
     if spec != path or is_mcpkit_server_file(path):
-        return [sys.executable, "-m", "mcpkit", "serve", spec]
+        # -P: the current directory is not put first on sys.path (as -m would do), so a folder
+        # named mcpkit there cannot stand in for mcpkit; the loader adds the file's own folder.
+        return [sys.executable, "-P", "-m", "mcpkit", "serve", spec]
     return [sys.executable, path]
 
 
@@ -152,8 +154,12 @@ class Target:
         from ..client import Client
 
         options.setdefault("timeout", self.timeout)
-        options.setdefault("probe_timeout", min(5.0, self.timeout))
+        # The era probe follows --timeout: half of it waits for server/discover, the rest is
+        # left for a silent (legacy) stdio server's restart and initialize.
+        options.setdefault("probe_timeout", self.timeout / 2)
         if self.url is not None:
+            if self.env:
+                raise CliError("-e KEY=VAL sets a stdio server's environment; an http(s) URL takes --header K:V", 2)
             require_http_extra()
             headers = dict(self.headers)
             return Client(self.url, headers=headers or None, auth=self.auth(), **options)
@@ -306,9 +312,26 @@ def failure(prog: str, target: Target, exc: BaseException) -> int:
 
 
 def errors_to_catch() -> tuple[type[BaseException], ...]:
-    from ..errors import MCPError, TransportError
+    from ..errors import MCPError, OAuthError, ServerLoadError, TransportError
 
-    return (MCPError, TransportError, OSError, ValueError, TimeoutError)
+    # OAuthError: a login on a terminal that could not get a token (its authorization server
+    # unreachable, a refused grant) is one line too, as it is off a terminal.
+    return (MCPError, TransportError, OAuthError, ServerLoadError, OSError, ValueError, TimeoutError)
+
+
+#: Result fields of 2026-07-28 that the client fills in with defaults for a 2025-11-25 server.
+INVENTED_FOR_LEGACY = ("resultType", "ttlMs", "cacheScope")
+
+
+def result_dict(client: Client, result: Any) -> dict[str, Any]:
+    """A typed result as JSON data, without the fields a legacy server never sent."""
+    import msgspec
+
+    out: dict[str, Any] = msgspec.to_builtins(result)
+    if client.era == "legacy" and isinstance(out, dict):
+        for key in INVENTED_FOR_LEGACY:
+            out.pop(key, None)
+    return out
 
 
 def dump_json(value: Any) -> str:

@@ -4,6 +4,10 @@ from ..errors import HttpStatusError, ProtocolError, ResponseTooLarge, SkillVeri
 from ._auth import Auth, BearerAuth, OutgoingRequest
 from ._client import Client
 from ._era import EraCache
+from ._hooks import Around as Around
+from ._hooks import RequestObserver as RequestObserver
+from ._hooks import request_observer as request_observer
+from ._hooks import set_request_observer as set_request_observer
 from ._listen import Notification
 from ._restart import Recovery, RequestNotRetried
 from ._skills import LoadedSkill
@@ -17,3 +21,5 @@ __all__ = [
     "TaskHandle",
     "TransportClosed", "TransportError",
 ]
+# Around, RequestObserver, request_observer and set_request_observer (the hook on every
+# request a Client sends) are for mcpkit.observability, not in __all__.

@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast, overl
 import msgspec
 
 from ..errors import ProtocolError
+from ..protocol import meta as M
 from ..protocol import types as t
-from . import _era
 from ._cache import CacheMode
+from ._session import discover_from_initialize
 from ._transport import ClientTransport, OnNote
 
 if TYPE_CHECKING:
     from ._client import Client
+    from ._input import InputHandlers
     from ._restart import Recoverer
+    from ._session import EraSession
     from ._tasks import TaskHandle
 
 __all__ = ["LogCallback", "ProgressCallback", "TypedApi"]
@@ -46,14 +49,23 @@ class _Options(NamedTuple):
 class TypedApi:
     """The typed request methods of :class:`~mcpkit.client.Client` (which sets these up)."""
 
-    era: _era.Era | None
-    legacy_version: str | None
-    initialize_result: dict[str, Any] | None
-    transport: ClientTransport
-    _discovered: dict[str, Any] | None
+    _session: EraSession | None
     _recoverer: Recoverer
+    _input: InputHandlers
+    capabilities: dict[str, Any]
+    #: The serverInfo of the latest DiscoverResult seen (see :attr:`server_info`).
+    _server_info: dict[str, Any] | None = None
 
     if TYPE_CHECKING:
+        @property
+        def transport(self) -> ClientTransport: ...
+
+        @property
+        def legacy_version(self) -> str | None: ...
+
+        @property
+        def initialize_result(self) -> dict[str, Any] | None: ...
+
         async def start(self) -> None: ...
 
         async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
@@ -70,34 +82,69 @@ class TypedApi:
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"{method}: malformed result: {exc}") from None
 
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """Who the server says it is (``name``, ``version``, maybe ``title``, ``description``...):
+        from its DiscoverResult's ``_meta`` (2026-07-28) or its initialize result's
+        ``serverInfo`` (2025-11-25). None before :meth:`start`, or when it did not say.
+
+        A connection's era probe brings the card along; a connection that skipped the probe
+        (an in-memory server, or a "modern" verdict from the era cache) knows it once
+        :meth:`discover` has been called."""
+        session = self._session
+        if session is None:
+            return None
+        if session.era == "legacy":
+            info = (self.initialize_result or {}).get("serverInfo")
+        else:
+            card = session.peek_card()  # the era probe's card, not yet handed out
+            if card is not None:
+                self._remember_discovered(card)
+            info = self._server_info
+        if not isinstance(info, dict):
+            return None
+        try:
+            return msgspec.convert(info, t.Implementation)
+        except msgspec.ValidationError:
+            return None  # a server that names itself badly is unnamed, not an error here
+
+    def _remember_discovered(self, result: Any) -> None:
+        """Keep the server's identity from a DiscoverResult (a dict or the typed one)."""
+        meta = result.get("_meta") if isinstance(result, dict) else getattr(result, "meta", None)
+        if isinstance(meta, dict) and isinstance(meta.get(M.SERVER_INFO), dict):
+            self._server_info = meta[M.SERVER_INFO]
+
     async def discover(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                        timeout: float | None = None, cache: CacheMode = "use") -> t.DiscoverResult:
         """The server's card. On a legacy server it is built from the initialize result."""
         await self.start()
-        if self.era == "legacy":
-            return msgspec.convert(self.discover_raw_legacy(), t.DiscoverResult)
-        if self._discovered is not None and cache == "use":
-            found, self._discovered = self._discovered, None  # the probe already asked
+        assert self._session is not None
+        found = self._session.take_card(cache == "use")  # legacy: from initialize; modern: the probe's answer
+        if found is not None:
+            self._remember_discovered(found)
             try:
                 return msgspec.convert(found, t.DiscoverResult)
             except msgspec.ValidationError as exc:
                 raise ProtocolError(f"server/discover: malformed result: {exc}") from None
-        return await self._typed(t.DiscoverResult, "server/discover", None,
-                                 _Options(progress, log_level, on_log, on_notification, timeout, cache))
+        result = await self._typed(t.DiscoverResult, "server/discover", None,
+                                   _Options(progress, log_level, on_log, on_notification, timeout, cache))
+        self._remember_discovered(result)
+        return result
 
     async def discover_raw(self) -> dict[str, Any]:
         """The DiscoverResult as the server sent it (built from initialize on a legacy server)."""
         await self.start()
-        if self.era == "legacy":
-            return self.discover_raw_legacy()
-        if self._discovered is not None:
-            found, self._discovered = self._discovered, None
-            return found
-        return await self.request("server/discover")
+        assert self._session is not None
+        found = self._session.take_card(True)
+        if found is None:
+            found = await self.request("server/discover")
+        self._remember_discovered(found)
+        return found
 
     def discover_raw_legacy(self) -> dict[str, Any]:
-        return _era.discover_from_initialize(self.legacy_version, self.initialize_result)
+        """The ``server/discover`` result built from a legacy session's ``initialize`` result, as a dict."""
+        return discover_from_initialize(self.legacy_version, self.initialize_result)
 
     async def _walk(self, typ: type[Any], method: str, key: str, opts: _Options) -> list[Any]:
         out: list[Any] = []
@@ -140,18 +187,24 @@ class TypedApi:
     async def list_resources(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                              on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                              timeout: float | None = None, cache: CacheMode = "use") -> list[t.Resource]:
+        """All resources (every page). The keywords are those of :meth:`list_tools`: ``progress``,
+        ``log_level``/``on_log``, ``on_notification``, ``timeout`` (seconds) and ``cache``
+        (``"use"`` the client's cache per the server's hints, or bypass it).
+        """
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListResourcesResult, "resources/list", "resources", opts)
 
     async def list_resource_templates(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                                       on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                                       timeout: float | None = None, cache: CacheMode = "use") -> list[t.ResourceTemplate]:
+        """All resource templates (every page); keywords as for :meth:`list_resources`."""
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListResourceTemplatesResult, "resources/templates/list", "resourceTemplates", opts)
 
     async def list_prompts(self, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                            on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                            timeout: float | None = None, cache: CacheMode = "use") -> list[t.Prompt]:
+        """All prompts (every page); keywords as for :meth:`list_resources`."""
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._walk(t.ListPromptsResult, "prompts/list", "prompts", opts)
 
@@ -191,21 +244,25 @@ class TypedApi:
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         if task:
             await self.start()
-            if self.era != "legacy":
-                params = _tasks.declaring(client, params)
+            assert self._session is not None
+            params = self._session.for_task(params, self.capabilities)
         raw = await self._request("tools/call", params, opts)
         if raw.get("resultType") == "task":
-            handle = _tasks.TaskHandle(client, raw)
+            handle = _tasks.TaskHandle(client, raw, inputs=self._input)
             return handle if task else await handle.result()
         try:
             result = msgspec.convert(raw, t.CallToolResult)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"tools/call: malformed result: {exc}") from None
-        return _tasks.TaskHandle(client, result=result) if task else result
+        return _tasks.TaskHandle(client, result=result, inputs=self._input) if task else result
 
     async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                             timeout: float | None = None, cache: CacheMode = "use") -> t.ReadResourceResult:
+        """Read the resource ``uri``: its ``ReadResourceResult`` (``contents``, each text or a base64
+        blob). An unknown ``uri`` raises MCPError (-32602, or -32002 from a legacy server). Keywords as for
+        :meth:`list_resources`.
+        """
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return await self._typed(t.ReadResourceResult, "resources/read", {"uri": uri}, opts)
 
@@ -213,6 +270,9 @@ class TypedApi:
                          progress: ProgressCallback | None = None, log_level: str | None = None,
                          on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                          timeout: float | None = None, cache: CacheMode = "use") -> t.GetPromptResult:
+        """Get the prompt ``name`` with ``arguments`` (strings): its ``GetPromptResult``
+        (``messages``, ``description``). Keywords as for :meth:`list_resources`.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -223,6 +283,11 @@ class TypedApi:
                        progress: ProgressCallback | None = None, log_level: str | None = None,
                        on_log: LogCallback | None = None, on_notification: OnNote | None = None,
                        timeout: float | None = None, cache: CacheMode = "use") -> t.Completion:
+        """Completions for ``argument`` typed so far as ``value``: ``ref`` names the prompt
+        (``{"type": "ref/prompt", "name": ...}``) or resource template
+        (``{"type": "ref/resource", "uri": ...}``); ``context`` holds arguments already given.
+        Returns the ``Completion`` (``values``, ``total``, ``hasMore``).
+        """
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": context}

@@ -59,6 +59,9 @@ class Auth:
     must await, e.g. a token endpoint). The default flow sends the request unchanged."""
 
     def flow(self, request: OutgoingRequest) -> Generator[OutgoingRequest, Response, None]:
+        """Sign ``request`` (set its headers) and ``yield`` it; the ``Response`` is sent back in,
+        so a flow may yield a retried request (e.g. after a 401). The default sends it unchanged.
+        """
         yield request
 
     async def async_flow(self, request: OutgoingRequest) -> AsyncGenerator[OutgoingRequest, Response]:
@@ -96,10 +99,12 @@ class BearerAuth(Auth):
         self._value = f"Bearer {token}"
 
     def flow(self, request: OutgoingRequest) -> Generator[OutgoingRequest, Response, None]:
+        """Send ``request`` with ``Authorization: Bearer TOKEN``."""
         request.headers["Authorization"] = self._value
         yield request
 
     def cache_context(self) -> str:
+        """A digest of the token: private cache entries of one token are not served to another."""
         return hashlib.sha256(self._value.encode()).hexdigest()[:16]
 
 

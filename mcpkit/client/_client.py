@@ -1,45 +1,55 @@
 """The Client: one API over in-memory, stdio and HTTP servers, and its layered send path.
 
-A request goes down through small layers, each its own method (in the manner of httpx's
-``Client.send``)::
+A request goes down through small layers, each its own method calling only the one below (in
+the manner of httpx's ``Client.send``)::
 
-    request()                        the public call: options -> OutgoingRequest
-      _send_handling_cache()         fresh results honour ttlMs/cacheScope
-        _send_handling_input()       MRTR: answer inputRequests, retry with inputResponses
-          _send()                    start; the final Response -> result dict or MCPError
-            _send_handling_auth()    the auth hook's flow (headers; retry on e.g. 401)
-              _send_handling_retries()  -32022 version, -32020 re-list, stale-era re-probe
-                _send_single_request()  stamp _meta, assign an id, time limit
-                  transport.request()   one exchange -> Response (message, status, headers)
+    request()                          the public call: options -> OutgoingRequest
+      _send_handling_cache()           fresh results honour ttlMs/cacheScope
+        _send_handling_input()         MRTR: answer inputRequests, retry with inputResponses
+          _send()                      start; the final Response -> result dict or MCPError
+            _send_handling_signals()   act on what a layer below signals, then send again
+              _send_handling_auth()    the auth hook's flow (headers; retry on e.g. 401)
+                _send_handling_retries()   -32022: another version; signals -32020 and a stale era
+                  _send_handling_recovery()  HTTP: retry safe requests; stdio: signals a dead server
+                    _send_single_request()   stamp _meta (the era's rule), assign an id, time limit
+                      transport.request()    one exchange -> Response (message, status, headers)
 
-The typed methods (``discover``, ``list_*``, ``call_tool``, ...) live in ``_api``, era
-negotiation in ``_era``, listen streams in ``_listen``, answering the server's questions in
-``_input``, the response cache in ``_cache``.
+A lower layer never calls back up: it raises a signal (:mod:`._signals`: the tools' header
+annotations are stale, the remembered era no longer fits, the stdio server died) and
+``_send_handling_signals`` re-lists, re-negotiates or restarts, and sends again.
+
+The era is an object (:mod:`._session`: ``ModernSession``, ``LegacySession``) settled by a
+``Negotiation`` (:mod:`._era`); the Client asks it, never tests the era by name. The typed
+methods (``discover``, ``list_*``, ``call_tool``, ...) live in ``_api``, listen streams in
+``_listen``, answering the server's questions in ``_input``, the response cache in ``_cache``,
+recovery in ``_restart``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..errors import MCPError, ProtocolError, TransportError
+from ..errors import MCPError, ProtocolError, RequestNotRetried, TransportClosed, TransportError
 from ..protocol import codec, errors, versions
-from ..protocol import meta as M
 from ..protocol.mrtr import MRTR_METHODS
-from . import _era
+from . import _hooks
 from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
 from ._credentials import outgoing, params_bytes, with_context
-from ._era import DEFAULT_ERA_CACHE, EraCache, era_key
+from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot, era_key
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
-from ._listen import LIST_NOTES, Hub, Notification, legacy_stream, modern_stream, subscription_filter
-from ._restart import Recoverer, Recovery, resend
+from ._listen import LIST_NOTES, Hub, Notification
+from ._restart import Recoverer, Recovery
+from ._session import ChangeFeeds, Era, EraSession, Hello, ModernSession
+from ._signals import EraStale, ServerExited, ToolsStale
 from ._skills import SkillsApi
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
@@ -50,6 +60,9 @@ if TYPE_CHECKING:
     from ._http import HeaderProvider
 
 _INF = float("inf")
+log = logging.getLogger("mcpkit.client")
+#: How requests are stamped before any era is settled (the probe itself): 2026-07-28.
+_UNSETTLED = ModernSession()
 
 
 class Client(TypedApi, SkillsApi):
@@ -118,15 +131,11 @@ class Client(TypedApi, SkillsApi):
         self.on_notification = on_notification
         self.probe_timeout = probe_timeout
         self.era_cache = era_cache if era_cache is not None else DEFAULT_ERA_CACHE
-        #: "modern" or "legacy" once connected.
-        self.era: _era.Era | None = None
-        self.legacy_version: str | None = None
-        self.initialize_result: dict[str, Any] | None = None
+        #: The era this client speaks with its server (None until connected).
+        self._session: EraSession | None = None
         #: The filter the server acknowledged on the latest listen() stream.
         self.acknowledged: dict[str, Any] | None = None
-        self._discovered: dict[str, Any] | None = None
         self._era_key: str | None = None
-        self._era_unconfirmed = False
         self._hub = Hub()
         self._ids = itertools.count(1)
         self._tokens = itertools.count(1)
@@ -142,16 +151,43 @@ class Client(TypedApi, SkillsApi):
         self.auth = auth
         if auth is not None and (declared := auth.client_extensions()):
             self.capabilities["extensions"] = {**declared, **(self.capabilities.get("extensions") or {})}
-        self.transport: ClientTransport = self._make_transport(
+        self._slot = Slot(self._make_transport(
             target, env=env, cwd=cwd, stderr=stderr, http_given=http_given,
             http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
                           "verify": verify, **({} if max_response_bytes is None else
-                                               {"max_response_bytes": max_response_bytes})})
+                                               {"max_response_bytes": max_response_bytes})}))
         self.transport.on_notification = self._notify_cb
         self.transport.on_request = self._input.serve  # the one place the server's requests are answered
         self._started = False
         #: Recovery from a dead server or connection (``restart``; see :mod:`mcpkit.client._restart`).
         self._recoverer = Recoverer(Recovery.of(restart))
+        #: What era negotiation sends through: auth over one send, never the retries or restarts.
+        self._link = Link(self._send_negotiating, self._notify, self._slot, self._serve_input)
+        self._feeds = ChangeFeeds(self._hub, self.request, self._send_listen, self._notify_cb, self._acknowledge)
+
+    @property
+    def transport(self) -> ClientTransport:
+        """The transport requests go through now (era negotiation may switch it)."""
+        return self._slot.transport
+
+    @transport.setter
+    def transport(self, transport: ClientTransport) -> None:
+        self._slot.transport = transport
+
+    @property
+    def era(self) -> Era | None:
+        """``"modern"`` or ``"legacy"`` once connected (None before)."""
+        return self._session.era if self._session is not None else None
+
+    @property
+    def legacy_version(self) -> str | None:
+        """The 2025-11-25 version ``initialize`` settled on (a legacy server only)."""
+        return self._session.legacy_version if self._session is not None else None
+
+    @property
+    def initialize_result(self) -> dict[str, Any] | None:
+        """The server's ``initialize`` result (a legacy server only)."""
+        return self._session.initialize_result if self._session is not None else None
 
     def _make_transport(self, target: Any, *, env: dict[str, str] | None, cwd: str | None, stderr: Any,
                         http_given: list[str], http_options: dict[str, Any]) -> ClientTransport:
@@ -180,6 +216,7 @@ class Client(TypedApi, SkillsApi):
     # The input handlers (set at construction; the capabilities declared then stay).
     @property
     def elicitation(self) -> ElicitationHandler | None:
+        """The handler answering the server's ``elicitation/create`` questions, or None (declined)."""
         return self._input.elicitation
 
     @elicitation.setter
@@ -188,6 +225,7 @@ class Client(TypedApi, SkillsApi):
 
     @property
     def sampling(self) -> SamplingHandler | None:
+        """The handler answering the server's ``sampling/createMessage`` requests, or None."""
         return self._input.sampling
 
     @sampling.setter
@@ -196,6 +234,7 @@ class Client(TypedApi, SkillsApi):
 
     @property
     def roots(self) -> Roots | None:
+        """The roots offered to the server (``roots/list``), or None."""
         return self._input.roots
 
     @roots.setter
@@ -224,16 +263,38 @@ class Client(TypedApi, SkillsApi):
             self._started = True
             try:
                 await self.transport.start()
-                await _era.settle(self)
+                self._session = None  # negotiation speaks 2026-07-28 until it knows better
+                self._use(await self._negotiation().settle())
             except BaseException:
                 self._started = False
                 await self.transport.close()
                 raise
 
     async def close(self) -> None:
+        """Close the transport (a stdio server is stopped, an HTTP session ended); nothing
+        happens when it is not started. ``async with Client(...)`` calls it on the way out."""
         if self._started:
             self._started = False
             await self.transport.close()
+
+    # ------------------------------------------------------------ the era
+    def _negotiation(self) -> Negotiation:
+        return Negotiation(self._link, self.mode, self.capabilities, self.client_info, self.probe_timeout,
+                           self.timeout, self.era_cache, self._era_key)
+
+    def _use(self, session: EraSession) -> None:
+        self._session = session
+        if session.version is not None:
+            self.protocol_version = session.version
+
+    def _serve_input(self) -> None:
+        self._input.serving = True  # a legacy session: the server may now ask for sampling, elicitation, roots
+
+    async def _renegotiate(self) -> bool:
+        """The remembered era met an answer of the other one: probe again. True when it changed."""
+        session, switched = await self._negotiation().reprobe()
+        self._use(session)
+        return switched
 
     # ------------------------------------------------------------ the layered send path
     async def request(
@@ -313,10 +374,7 @@ class Client(TypedApi, SkillsApi):
         """One request's result, or its error raised."""
         if not self._started:
             await self.start()
-        if self.auth is not None:
-            resp = await self._send_handling_auth(req)
-        else:  # no hook: skip its layer altogether
-            resp = await self._send_handling_retries(req)
+        resp = await self._send_handling_signals(req)
         req.credentials = resp.credentials
         msg = resp.require_message()
         if msg.error is not None:
@@ -326,11 +384,47 @@ class Client(TypedApi, SkillsApi):
             raise ProtocolError(f"{req.method}: the result is not an object")
         return msg.result
 
+    async def _send_handling_signals(self, req: OutgoingRequest) -> Response:
+        """Send, and act on what the layers below signal, each at most once per request (a
+        dead stdio server: within the restart budget): re-list tools (-32020), re-negotiate
+        the era, restart the server (then re-send only what is safe to repeat)."""
+        relisted = renegotiated = False
+        restarts = 0
+        while True:
+            try:
+                if self.auth is not None:
+                    return await self._send_handling_auth(req)
+                return await self._send_handling_retries(req)  # no hook: skip its layer altogether
+            except ToolsStale as sig:
+                if relisted:
+                    return sig.response
+                relisted = True
+                await self.list_tools(cache="refresh")
+            except EraStale as sig:
+                if renegotiated or not await self._renegotiate():
+                    if sig.error is not None:
+                        raise sig.error from None
+                    raise TransportError(f"{req.method}: the server's answer fits neither era") from None
+                renegotiated = True
+            except ServerExited as sig:
+                if sig.sent and restarts >= self._recoverer.policy.attempts:
+                    raise sig.cause from None
+                async with self._recoverer.restarting(sig.generation, sig.cause) as mine:
+                    if mine:
+                        await self.close()
+                        await self.start()
+                if sig.sent:
+                    if not self._recoverer.is_safe(req.method, req.params):
+                        raise RequestNotRetried(
+                            f"{req.method}: the server exited while handling it; it was restarted, but the request was"
+                            f" not sent again because it may not be safe to repeat ({sig.cause})") from sig.cause
+                    restarts += 1
+                    log.warning("re-sending %s to the restarted server", req.method)
+
     async def _send_handling_auth(self, req: OutgoingRequest,
-                                  send: Callable[[OutgoingRequest], Awaitable[Response]] | None = None) -> Response:
-        """Run the auth hook's flow around ``send`` (the retries layer unless given)."""
-        if send is None:
-            send = self._send_handling_retries
+                                  below: Callable[[OutgoingRequest], Awaitable[Response]] | None = None) -> Response:
+        """Run the auth hook's flow around the layer ``below`` (the retries unless given)."""
+        send = below if below is not None else self._send_handling_retries
         if self.auth is None:
             return await send(req)
         method, before = req.method, params_bytes(req.params) if req.method in CACHEABLE else b""
@@ -348,76 +442,75 @@ class Client(TypedApi, SkillsApi):
         finally:
             await flow.aclose()
 
+    async def _send_negotiating(self, req: OutgoingRequest) -> Response:
+        """Era negotiation's send: the auth flow over one send (HTTP retries, no restarts)."""
+        return await self._send_handling_auth(req, self._send_handling_recovery_only)
+
     async def _auth_headers(self, http_method: str = "POST") -> Mapping[str, str]:
         """The auth hook's headers for a transport's own requests (no answer is shown to it)."""
         assert self.auth is not None
         return (await first_step(self.auth, OutgoingRequest("", http_method=http_method))).headers
 
     async def _send_handling_retries(self, req: OutgoingRequest) -> Response:
-        """Resend when the answer says how to do better, each at most once: -32022 (another
-        version), -32020 (stale header annotations: re-list tools), and a legacy-looking answer
-        under a cached "modern" verdict (re-probe the era)."""
-        retried_version = retried_headers = False
+        """Resend with another version after -32022 (once); signal a -32020 header mismatch
+        (:class:`ToolsStale`) and an answer that does not fit the era (:class:`EraStale`)."""
+        retried_version = False
         while True:
-            resp = await self._send_single_request(req)
+            resp = await self._send_handling_recovery(req)
+            session = self._session or _UNSETTLED
             msg = resp.message
-            if msg is None:
-                status = resp.status
-                if self._era_unconfirmed and status is not None and 400 <= status < 500 and status not in (401, 403):
-                    return await self._reprobe_and_retry(req, None)
-                return resp
-            if msg.error is None:
-                if isinstance(msg.result, dict):
-                    self._era_unconfirmed = False
-                return resp
-            code = msg.error.get("code")
-            if code == errors.UNSUPPORTED_PROTOCOL_VERSION and not retried_version:
-                chosen = _era.retry_version(msg.error.get("data"))
-                if chosen is not None:
-                    self.protocol_version = chosen
-                    retried_version = True
-                    continue
-            if (code == errors.HEADER_MISMATCH and req.method == "tools/call" and not retried_headers
-                    and self.transport.capabilities.supports_header_mirroring):
-                retried_headers = True
-                await self.list_tools(cache="refresh")
-                continue
-            if self._era_unconfirmed and self.era != "legacy" and code not in errors.MODERN_ERROR_CODES:
-                e = msg.error
-                return await self._reprobe_and_retry(req, MCPError(e.get("code", 0), e.get("message", ""), e.get("data")))
+            if msg is not None and msg.error is not None:
+                code = msg.error.get("code")
+                if code == errors.UNSUPPORTED_PROTOCOL_VERSION and not retried_version:
+                    chosen = session.retry_version(msg.error)
+                    if chosen is not None:
+                        self.protocol_version = chosen
+                        retried_version = True
+                        continue
+                if (code == errors.HEADER_MISMATCH and req.method == "tools/call"
+                        and self.transport.capabilities.supports_header_mirroring):
+                    raise ToolsStale(resp)
+            session.vet(resp)
             return resp
 
-    async def _reprobe_and_retry(self, req: OutgoingRequest, original: BaseException | None) -> Response:
-        if not await _era.reprobe(self):
-            if original is not None:
-                raise original
-            raise TransportError(f"{req.method}: the server's answer fits neither era")
-        return await self._send_handling_retries(req)
+    async def _send_handling_recovery(self, req: OutgoingRequest) -> Response:
+        """HTTP: retry a safe request whose connection failed. stdio: a dead server is
+        signalled (:class:`ServerExited`) for the top to restart, when restarts are on."""
+        transport = self.transport
+        if transport.capabilities.kind == "stdio" and self._recoverer.policy.stdio_restart:
+            generation = self._recoverer.generation
+            if transport.closed:  # it died earlier: nothing of this request was sent yet
+                raise ServerExited(TransportClosed("the server had exited"), generation, sent=False)
+            try:
+                return await self._send_single_request(req)
+            except TransportClosed as exc:
+                raise ServerExited(exc, generation, sent=True) from exc
+        return await self._send_handling_recovery_only(req)
+
+    async def _send_handling_recovery_only(self, req: OutgoingRequest) -> Response:
+        """The HTTP half of recovery (retries); stdio deaths are raised as they are."""
+        if self.transport.capabilities.http and self._recoverer.policy.http_retry:
+            return await self._recoverer.retry(req.method, req.params, lambda: self._send_single_request(req))
+        return await self._send_single_request(req)
 
     async def _send_single_request(self, req: OutgoingRequest) -> Response:
-        """Stamp ``_meta``, assign an id and send once, within the time limit."""
+        """Stamp ``_meta`` (the era session's rule), assign an id and send once, within the time limit."""
         body = dict(req.params) if req.params else {}
         if req.stamp_meta:
-            if self.era == "legacy":
-                # 2025-11-25: version and capabilities were settled by initialize.
-                if req.progress_token is not None:
-                    body["_meta"] = {**body.get("_meta", {}), M.PROGRESS_TOKEN: req.progress_token}
-            else:
-                given = body.get("_meta", {})
-                body["_meta"] = {**given, **self._meta(req.progress_token, req.log_level)}
-                if M.CLIENT_CAPABILITIES in given:  # declared for this request only (e.g. the tasks extension)
-                    body["_meta"][M.CLIENT_CAPABILITIES] = given[M.CLIENT_CAPABILITIES]
+            (self._session or _UNSETTLED).stamp(body, req.progress_token, req.log_level,
+                                                Hello(self.protocol_version, self.capabilities, self.client_info))
         rid = next(self._ids)
+        around = _hooks.observer(self, req.method, rid, body) if _hooks.observer is not None else None  # telemetry
         limit = req.timeout if req.timeout is not None else self.timeout
         if req.headers:
             call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers)
         else:
             call = self.transport.request(rid, req.method, body, req.on_note)
-        if self._recoverer.policy.stdio_restart or self._recoverer.policy.http_retry:
-            call = self._recoverer.send(self, req.method, body, resend(call, self.transport, rid, req.method, body,
-                                                                        req.on_note, req.headers))
+        waited: Awaitable[Any] = call if limit == _INF else asyncio.wait_for(call, limit)
+        if around is not None:  # mcpkit.observability: a CLIENT span around the exchange
+            waited = around(waited)
         try:
-            resp: Response | codec.Response = await (call if limit == _INF else asyncio.wait_for(call, limit))
+            resp: Response | codec.Response = await waited
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract
@@ -429,19 +522,6 @@ class Client(TypedApi, SkillsApi):
         if self.auth is not None:
             headers = (await first_step(self.auth, OutgoingRequest(method, params))).headers or None
         await self.transport.notify(method, params, headers=headers)
-
-    def _meta(self, progress_token: Any = None, log_level: str | None = None) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            M.PROTOCOL_VERSION: self.protocol_version,
-            M.CLIENT_CAPABILITIES: self.capabilities,
-        }
-        if self.client_info is not None:
-            meta[M.CLIENT_INFO] = self.client_info
-        if progress_token is not None:
-            meta[M.PROGRESS_TOKEN] = progress_token
-        if log_level is not None:
-            meta[M.LOG_LEVEL] = log_level
-        return meta
 
     # ------------------------------------------------------------ subscriptions
     async def listen(
@@ -461,18 +541,14 @@ class Client(TypedApi, SkillsApi):
         server the notifications its session pushes are filtered instead.
         """
         await self.start()
-        if self.era == "legacy":
-            stream = legacy_stream(self._hub, self.request, tools, prompts, resources_list, resources)
-        else:
-            params = {"notifications": subscription_filter(tools, prompts, resources_list, resources)}
-
-            def send(on_note: OnNote) -> Awaitable[dict[str, Any]]:
-                return self._send(OutgoingRequest("subscriptions/listen", params, on_note=on_note, timeout=_INF))
-
-            stream = modern_stream(send, self._notify_cb, self._acknowledge)
+        assert self._session is not None
+        stream = self._session.changes(self._feeds, tools, prompts, resources_list, resources)
         async with aclosing(stream):
             async for note in stream:
                 yield note
+
+    def _send_listen(self, params: dict[str, Any], on_note: OnNote) -> Awaitable[dict[str, Any]]:
+        return self._send(OutgoingRequest("subscriptions/listen", params, on_note=on_note, timeout=_INF))
 
     def _acknowledge(self, notifications: dict[str, Any]) -> None:
         self.acknowledged = notifications

@@ -2,9 +2,13 @@
 handshake, the re-probe when a remembered verdict goes stale, and the cache of verdicts per
 stdio command line or per HTTP origin.
 
-The negotiation functions take the :class:`~mcpkit.client.Client` and set its era state
-(``era``, ``legacy_version``, ``initialize_result``, ``protocol_version``); their requests go
-through the client's auth layer and single send, never its retries.
+A :class:`Negotiation` gets a :class:`Link` from the Client (its auth layer over one send,
+never its retries or restarts; its notify; its :class:`Slot`, the transport in use) and
+returns an era session (:mod:`._session`). It changes nothing of the Client's own.
+
+A stdio server that stays silent on ``server/discover`` may be a 2025-11-25 server waiting
+for ``initialize``, or a 2026-07-28 one still starting: that process may yet answer the probe,
+so it never gets ``initialize``. It is restarted, and the fresh process gets it.
 """
 
 from __future__ import annotations
@@ -13,21 +17,18 @@ import json
 import logging
 import os
 import tempfile
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ..errors import ProtocolError, TransportError
+from ..errors import MCPError, ProtocolError, TransportError
 from ..protocol import eras, errors, versions
-from ..protocol import meta as M
 from ._auth import OutgoingRequest
-from ._transport import NoAnswer
-
-if TYPE_CHECKING:
-    from ._client import Client
+from ._session import Era, EraSession, LegacySession, ModernSession, retry_version
+from ._transport import ClientTransport, NoAnswer, Response
 
 log = logging.getLogger("mcpkit.client")
-
-Era = Literal["modern", "legacy"]
 
 
 def era_key(target: str | list[str]) -> str:
@@ -58,14 +59,17 @@ class EraCache:
                 log.warning("ignoring unreadable era cache %s: %s", self.path, exc)
 
     def get(self, key: str) -> Era | None:
+        """The era remembered for ``key`` (a server's URL or command line), or None."""
         return self._eras.get(key)
 
     def put(self, key: str, era: Era) -> None:
+        """Remember ``era`` for ``key`` (written to the cache file, when it has one)."""
         if self._eras.get(key) != era:
             self._eras[key] = era
             self._save()
 
     def forget(self, key: str) -> None:
+        """Forget what is remembered for ``key`` (the next connection probes again)."""
         if self._eras.pop(key, None) is not None:
             self._save()
 
@@ -87,131 +91,195 @@ DEFAULT_ERA_CACHE = EraCache()
 
 
 # ---------------------------------------------------------------- negotiation
-async def settle(client: Client) -> None:
-    """Connect-time: decide the era (from the mode, the cache or a probe); legacy means the
-    ``initialize`` handshake is done when this returns."""
-    if client.transport.capabilities.kind == "memory":
-        client.era = "modern"  # a Server object in this process speaks 2026-07-28
-        return
-    if client.mode == "legacy":
-        await initialize(client)
-        return
-    if client.mode != "auto":
-        client.era = "modern"
-        return
-    key = client._era_key
-    cached = client.era_cache.get(key) if key else None
-    if cached == "legacy" and key:
+class Slot:
+    """The one transport a Client's requests go through now (negotiation may replace it)."""
+
+    __slots__ = ("transport",)
+
+    def __init__(self, transport: ClientTransport) -> None:
+        self.transport = transport
+
+    def switch(self, era: Era) -> ClientTransport:
+        """Use the transport suited to ``era`` from now on (HTTP: a 2025-11-25 session)."""
+        self.transport = self.transport.for_era(era)
+        return self.transport
+
+    async def restart(self, era: Era) -> None:
+        """Drop the connection (a stdio server: the process, at once) and open a fresh one suited to ``era``."""
+        old = self.transport
+        await old.abandon()
+        self.transport = old.for_era(era)
+        await self.transport.start()
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """What negotiation sends through, given by the Client: ``send`` (its auth layer over one
+    send within the time limit), ``notify``, the transport ``slot``, and ``serve_input`` (from
+    now on the server may ask for sampling, elicitation and roots)."""
+
+    send: Callable[[OutgoingRequest], Awaitable[Response]]
+    notify: Callable[[str, dict[str, Any] | None], Awaitable[None]]
+    slot: Slot
+    serve_input: Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What ``server/discover`` told: the verdict (``silent``: no answer in time, over stdio),
+    for a modern server the version to speak and the DiscoverResult, and the error it answered."""
+
+    verdict: Literal["modern", "legacy", "silent"]
+    version: str | None = None
+    discovered: dict[str, Any] | None = None
+    error: MCPError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiation:
+    """One settlement of the era with one server (the Client's settings at that moment)."""
+
+    link: Link
+    mode: str
+    capabilities: dict[str, Any]
+    client_info: dict[str, Any]
+    probe_timeout: float
+    timeout: float
+    cache: EraCache
+    key: str | None
+
+    async def settle(self) -> EraSession:
+        """Connect-time: the era from the mode, the cache or a probe; for a legacy server the
+        ``initialize`` handshake is done when this returns."""
+        kind = self.link.slot.transport.capabilities.kind
+        if kind == "memory":
+            return ModernSession()  # a Server object in this process speaks 2026-07-28
+        if self.mode == "legacy":
+            return await self.initialize()
+        if self.mode != "auto":
+            return ModernSession()
+        key = self.key
+        cached = self.cache.get(key) if key else None
+        if cached == "legacy" and key:
+            try:
+                return await self.initialize()
+            except (errors.MCPError, TransportError) as exc:
+                log.info("cached era 'legacy' no longer works (%s); probing again", exc)
+                self.cache.forget(key)
+                await self.link.slot.restart("modern")
+        elif cached == "modern":
+            return ModernSession(unconfirmed=True)  # the first answer confirms it, or the Client re-probes
+        session = await self.negotiate(await self.probe())
+        if key:
+            self.cache.put(key, session.era)
+        return session
+
+    async def reprobe(self) -> tuple[EraSession, bool]:
+        """A remembered "modern" verdict met an answer of the other era: probe again. The new
+        session, and whether the server turned out legacy (then initialized, the verdict cached)."""
+        if self.key:
+            self.cache.forget(self.key)
+        probe = await self.probe()
+        if probe.verdict == "modern":
+            return ModernSession(probe.version, probe.discovered), False
+        session = await self.negotiate(probe)
+        if self.key:
+            self.cache.put(self.key, "legacy")
+        return session, True
+
+    async def probe(self) -> Probe:
+        """Send ``server/discover`` under our preferred modern version and read the era off the answer."""
+        http = self.link.slot.transport.capabilities.http
+        limit = min(self.probe_timeout, self.timeout)
+        req = OutgoingRequest("server/discover", {}, timeout=limit)
         try:
-            await initialize(client)
-            return
-        except (errors.MCPError, TransportError) as exc:
-            log.info("cached era 'legacy' no longer works (%s); probing again", exc)
-            client.era_cache.forget(key)
-            await restart_transport(client, "modern")
-    elif cached == "modern":
-        client.era = "modern"
-        client._era_unconfirmed = True  # the first answer confirms it, or sends us to reprobe()
-        return
-    if await probe(client) == "legacy":
-        await initialize(client)
-    else:
-        client.era = "modern"
-    if key and client.era is not None:
-        client.era_cache.put(key, client.era)
-
-
-async def probe(client: Client) -> eras.Verdict:
-    """Send ``server/discover`` under our preferred modern version and read the era off the
-    answer. A modern answer also settles ``protocol_version`` (and keeps the DiscoverResult)."""
-    http = client.transport.capabilities.http
-    limit = min(client.probe_timeout, client.timeout)
-    req = OutgoingRequest("server/discover", {}, timeout=limit)
-    try:
-        resp = await client._send_handling_auth(req, client._send_single_request)
-    except NoAnswer:
+            resp = await self.link.send(req)
+        except NoAnswer:
+            if http:
+                raise TransportError(f"no answer to server/discover within {limit:g} s") from None
+            return Probe("silent")  # a legacy server waiting for initialize, or a slow modern one
+        msg = resp.message
         if http:
-            raise TransportError(f"no answer to server/discover within {limit:g} s") from None
-        return "legacy"  # silence on stdio: a legacy server waiting for initialize
-    msg = resp.message
-    if http:
-        status = resp.status or 200
-        verdict = eras.http_probe_verdict(status, msg)
-        if verdict == "error":
-            if msg is None:
-                raise resp.http_error()
-            raise TransportError(f"the server answered the probe with HTTP {status}")
-    else:
-        verdict = eras.stdio_probe_verdict(resp.require_message())
-    if verdict != "modern" or msg is None:
-        return verdict
-    if msg.error is None:
-        client._discovered = msg.result
-        chosen = versions.pick_version(msg.result.get("supportedVersions") or [])
-        if chosen is not None:
-            client.protocol_version = chosen
-        return "modern"
-    data = msg.error.get("data")
-    chosen = retry_version(data)
-    if chosen is not None:
-        client.protocol_version = chosen
-    elif msg.error.get("code") == errors.UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict) and any(
-            versions.era_of(v) == "legacy" for v in data.get("supported") or [] if isinstance(v, str)):
-        return "legacy"  # it only speaks legacy versions: that is the initialize handshake
-    return "modern"
+            status = resp.status or 200
+            verdict = eras.http_probe_verdict(status, msg)
+            if verdict == "error":
+                if msg is None or status in (401, 403):  # a refusal: its challenge says why
+                    raise resp.http_error()
+                raise TransportError(f"the server answered the probe with HTTP {status}")
+        else:
+            verdict = eras.stdio_probe_verdict(resp.require_message())
+        error = None
+        if msg is not None and msg.error is not None:
+            e = msg.error
+            error = MCPError(e.get("code", 0), e.get("message", ""), e.get("data"))
+        if verdict != "modern" or msg is None:
+            return Probe("legacy", error=error)
+        if msg.error is None:
+            return Probe("modern", versions.pick_version(msg.result.get("supportedVersions") or []), msg.result)
+        data = msg.error.get("data")
+        chosen = retry_version(data)
+        if chosen is None and msg.error.get("code") == errors.UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict) \
+                and any(versions.era_of(v) == "legacy" for v in data.get("supported") or [] if isinstance(v, str)):
+            return Probe("legacy", error=error)  # it only speaks legacy versions: that is the initialize handshake
+        return Probe("modern", chosen)
 
+    async def negotiate(self, probe: Probe) -> EraSession:
+        """The session the probe's answer leads to (legacy: after ``initialize``)."""
+        if probe.verdict == "modern":
+            return ModernSession(probe.version, probe.discovered)
+        limit = min(self.probe_timeout, self.timeout)
+        if probe.verdict == "silent":
+            # That process may still answer server/discover: a fresh one gets initialize.
+            await self.link.slot.restart("legacy")
+            try:
+                return await self.handshake()
+            except MCPError as exc:  # not a legacy server: a modern one, too slow to start
+                raise TransportError(f"no answer to server/discover within {limit:g} s (restarted, the server then"
+                                     f" refused initialize: {exc.code} {exc.message})") from exc
+            except NoAnswer:
+                raise TransportError(f"no answer to server/discover within {limit:g} s, nor to initialize within"
+                                     f" {self.timeout:g} s after a restart") from None
+        try:
+            return await self.initialize()
+        except MCPError as exc:
+            if probe.error is None:
+                raise
+            # server/discover failed and initialize is refused too: most likely a modern server
+            # whose discover broke, which refuses initialize because of the probe. Its error is
+            # the real one (the refusal stays attached as the cause).
+            log.info("server/discover failed (%s) and initialize was refused (%s)", probe.error, exc)
+            raise probe.error from exc
 
-async def initialize(client: Client) -> None:
-    """The 2025-11-25 handshake: initialize, then notifications/initialized."""
-    transport = client.transport
-    if transport.capabilities.http and not transport.capabilities.sessionful:
-        client.transport = transport = transport.for_era("legacy")
-    client._input.serving = True  # the server may now ask for sampling, elicitation, roots
-    params = {"protocolVersion": versions.LATEST_LEGACY, "capabilities": legacy_capabilities(client.capabilities),
-              "clientInfo": client.client_info}
-    req = OutgoingRequest("initialize", params, timeout=client.timeout, stamp_meta=False)
-    try:
-        resp = await client._send_handling_auth(req, client._send_single_request)
-    except NoAnswer:
-        raise TransportError(f"no answer to initialize within {client.timeout:g} s") from None
-    msg = resp.require_message()
-    if msg.error is not None:
-        e = msg.error
-        raise errors.MCPError(e.get("code", 0), e.get("message", ""), e.get("data"))
-    result: dict[str, Any] = msg.result if isinstance(msg.result, dict) else {}
-    version = result.get("protocolVersion")
-    if not isinstance(version, str) or versions.era_of(version) != "legacy":
-        raise ProtocolError(f"initialize: the server chose protocol version {version!r}, which this client does not speak")
-    client.era = "legacy"
-    client.legacy_version = version
-    client.initialize_result = result
-    transport.session_started(version)
-    await client._notify("notifications/initialized", None)
-    await transport.open_session_stream()
+    async def initialize(self) -> LegacySession:
+        """The 2025-11-25 handshake: initialize, then notifications/initialized."""
+        try:
+            return await self.handshake()
+        except NoAnswer:
+            raise TransportError(f"no answer to initialize within {self.timeout:g} s") from None
 
-
-async def reprobe(client: Client) -> bool:
-    """A cached "modern" verdict met a legacy-looking answer: probe again. True when the
-    server turned out legacy (the session is then initialized and the verdict cached)."""
-    client._era_unconfirmed = False
-    key = client._era_key
-    if key:
-        client.era_cache.forget(key)
-    if await probe(client) != "legacy":
-        return False
-    await initialize(client)
-    if key:
-        client.era_cache.put(key, "legacy")
-    return True
-
-
-async def restart_transport(client: Client, era: Era) -> None:
-    """Close the connection and open a fresh one suited to ``era``."""
-    old = client.transport
-    await old.close()
-    client.transport = old.for_era(era)
-    client.era = None
-    await client.transport.start()
+    async def handshake(self) -> LegacySession:
+        """:meth:`initialize`, with silence raised as :class:`NoAnswer`."""
+        slot = self.link.slot
+        transport = slot.transport
+        if transport.capabilities.http and not transport.capabilities.sessionful:
+            transport = slot.switch("legacy")
+        self.link.serve_input()
+        params = {"protocolVersion": versions.LATEST_LEGACY, "capabilities": legacy_capabilities(self.capabilities),
+                  "clientInfo": self.client_info}
+        req = OutgoingRequest("initialize", params, timeout=self.timeout, stamp_meta=False)
+        resp = await self.link.send(req)
+        msg = resp.require_message()
+        if msg.error is not None:
+            e = msg.error
+            raise errors.MCPError(e.get("code", 0), e.get("message", ""), e.get("data"))
+        result: dict[str, Any] = msg.result if isinstance(msg.result, dict) else {}
+        version = result.get("protocolVersion")
+        if not isinstance(version, str) or versions.era_of(version) != "legacy":
+            raise ProtocolError(f"initialize: the server chose protocol version {version!r}, which this client does not speak")
+        transport.session_started(version)
+        await self.link.notify("notifications/initialized", None)
+        await transport.open_session_stream()
+        return LegacySession(version, result)
 
 
 def legacy_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
@@ -220,32 +288,3 @@ def legacy_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
     if "roots" in out:
         out["roots"] = {"listChanged": False}
     return out
-
-
-def discover_from_initialize(version: str | None, init: dict[str, Any] | None) -> dict[str, Any]:
-    """A DiscoverResult built from a legacy server's initialize result."""
-    init = init or {}
-    out: dict[str, Any] = {
-        "resultType": "complete",
-        "supportedVersions": [version],
-        "capabilities": init.get("capabilities") or {},
-        "ttlMs": 0,
-        "cacheScope": "private",
-    }
-    if init.get("instructions") is not None:
-        out["instructions"] = init["instructions"]
-    if isinstance(init.get("serverInfo"), dict):
-        out["_meta"] = {M.SERVER_INFO: init["serverInfo"]}
-    return out
-
-
-def retry_version(data: Any) -> str | None:
-    """The version to re-send with after -32022, from the error's ``data.supported``.
-
-    That may be the current one again: a server that rejected it while listing it (e.g. a
-    mixed-version deployment mid-rollout) gets one more try with it. Callers retry once.
-    """
-    supported = data.get("supported") if isinstance(data, dict) else None
-    if not isinstance(supported, list):
-        return None
-    return versions.pick_version([v for v in supported if isinstance(v, str)])

@@ -35,6 +35,9 @@ AuthHeaders = Callable[[str], Awaitable[Mapping[str, str]]]
 
 _ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
+#: Redirects followed for one request, at most (same origin, 307/308 only).
+MAX_REDIRECTS = 5
+
 
 async def sse_events(lines: AsyncIterator[str], limit: int | None = None, url: str = "") -> AsyncIterator[sse.Event]:
     """The events of an SSE body, given its lines (none larger than ``limit`` bytes)."""
@@ -164,7 +167,9 @@ class HttpTransport(ClientTransport):
         try:
             built = client.build_request("POST", self.url, content=body, headers=hdrs)
             credentials = self._credentials(client, built)
-            resp = await client.send(built, stream=True)
+            resp = await self._send_following(client, built)
+            if isinstance(resp, Response):  # a redirect not followed
+                return resp
             try:  # leaving early (a limit, a cancel) closes the connection: nothing half-read is reused
                 if resp.headers.get("content-type", "").startswith("text/event-stream"):
                     msg = await self._read_sse(resp, id, on_note)
@@ -176,7 +181,33 @@ class HttpTransport(ClientTransport):
             finally:
                 await resp.aclose()
         except httpx.HTTPError as exc:
-            raise TransportError(f"HTTP request to {self.url} failed: {exc}") from None
+            raise TransportError(connection_failure(self.url, exc)) from None
+
+    async def _send_following(self, client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response | Response:
+        """Send ``request``, following the redirects that are safe to follow: 307 and 308 (the
+        method and body are kept) to the same origin, at most :data:`MAX_REDIRECTS` times.
+        The endpoint then is the new URL for the later requests too. Any other redirect is an
+        answer without a message (an HttpStatusError for the caller, never retried) saying
+        where it pointed: a cross-origin one is never followed (the request's credentials
+        would go to another server), nor one that turns the POST into a GET (301, 302, 303)."""
+        for _hop in range(MAX_REDIRECTS + 1):
+            resp = await client.send(request, stream=True)
+            if resp.status_code not in (301, 302, 303, 307, 308) or "location" not in resp.headers:
+                return resp
+            await resp.aclose()
+            target = request.url.join(resp.headers["location"])
+            status = resp.status_code
+            if (target.scheme, target.host, target.port) != (request.url.scheme, request.url.host, request.url.port):
+                return Response(None, status, resp.headers, b"", f"the server redirects to another origin ({target}, "
+                                f"HTTP {status}); mcpkit does not follow it, so no credentials go there: use that URL "
+                                "if you trust it")
+            if status not in (307, 308):
+                return Response(None, status, resp.headers, b"", f"the server redirects to {target} with HTTP {status}, "
+                                "which would turn the POST into a GET: use that URL")
+            log.info("following HTTP %d from %s to %s", status, request.url, target)
+            self.url = str(target)
+            request = client.build_request(request.method, target, content=request.content, headers=request.headers)
+        return Response(None, resp.status_code, resp.headers, b"", f"more than {MAX_REDIRECTS} redirects from {self.url}")
 
     def _lines(self, resp: httpx.Response) -> AsyncIterator[str]:
         return _limits.lines(resp, self.max_response_bytes, self.url)
@@ -232,13 +263,44 @@ class HttpTransport(ClientTransport):
         log.warning("server sent a request (%s) on a 2026-07-28 stream; ignoring it", msg.method)
 
 
+def connection_failure(url: str, exc: Exception) -> str:
+    """One line for an HTTP request that got no answer at all."""
+    import httpx
+
+    where = httpx.URL(url)
+    hostport = f"{where.host}:{where.port or (443 if where.scheme == 'https' else 80)}"
+    text = str(exc)
+    if isinstance(exc, httpx.ConnectError):
+        if "All connection attempts failed" in text or "refused" in text.lower():
+            return f"connecting to {hostport} failed: nothing is listening there (is the server running?)"
+        if "name" in text.lower() and ("not known" in text or "resolution" in text.lower() or "servname" in text):
+            return f"cannot find the host {where.host} ({text})"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"HTTP request to {url} timed out ({type(exc).__name__})"
+    return f"HTTP request to {url} failed: {text or type(exc).__name__}"
+
+
+def _snippet(headers: Mapping[str, str], data: bytes, limit: int = 120) -> str:
+    """What a non-JSON-RPC body says, in one short line (an HTML page: its title, or its text)."""
+    import re
+
+    text = data[:4096].decode("utf-8", "replace")
+    if "html" in headers.get("content-type", "").lower() or text.lstrip()[:1] == "<":
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        text = title.group(1) if title else re.sub(r"<[^>]*>", " ", re.sub(r"(?is)<(script|style).*?</\1>", " ", text))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _response(status: int, headers: Mapping[str, str], data: bytes) -> Response:
     """A JSON answer: its message, or what is wrong with it."""
     try:
         msg = codec.decode(data)
     except codec.InvalidMessage:
-        snippet = data[:200].decode("utf-8", "replace").strip()
-        return Response(None, status, headers, data, f"HTTP {status} without a JSON-RPC body{': ' + snippet if snippet else ''}")
+        snippet = _snippet(headers, data)
+        hint = " (is the URL's path the server's MCP endpoint?)" if status in (404, 405) else ""
+        return Response(None, status, headers, data,
+                        f"HTTP {status} without a JSON-RPC body{': ' + snippet if snippet else ''}{hint}")
     if type(msg) is not codec.Response:
         return Response(None, status, headers, data,
                         f"HTTP {status}: the server answered with a {type(msg).__name__}, not a response")

@@ -25,6 +25,7 @@ class Notification(msgspec.Struct, frozen=True):
 
     @property
     def uri(self) -> str | None:
+        """The ``uri`` of a ``notifications/resources/updated``, or None."""
         uri = self.params.get("uri")
         return uri if isinstance(uri, str) else None
 

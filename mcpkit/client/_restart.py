@@ -11,6 +11,11 @@ still restarted, so the next call works.
 HTTP connection failures; ``True`` turns both on, ``False`` both off; a :class:`Recovery`
 sets the budget. Every stdio restart is logged at WARNING, every HTTP retry at INFO
 (logger ``mcpkit.client``).
+
+The :class:`Recoverer` holds the policy and the state; it never touches the Client. The
+Client's recovery layer retries HTTP through :meth:`Recoverer.retry` and turns a stdio death
+into a :class:`~._signals.ServerExited` signal; the top of the send path then restarts the
+server inside :meth:`Recoverer.restarting` (one restart per death, within the budget).
 """
 
 from __future__ import annotations
@@ -18,16 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from ..errors import RequestNotRetried as RequestNotRetried
 from ..errors import ResponseTooLarge, TransportClosed, TransportError
-from ._transport import ClientTransport, NoAnswer, OnNote
+from ._transport import NoAnswer
 
-if TYPE_CHECKING:
-    from ._client import Client
+T = TypeVar("T")
 
 log = logging.getLogger("mcpkit.client")
 
@@ -57,6 +62,9 @@ class Recovery:
 
     @classmethod
     def of(cls, restart: bool | Recovery | None) -> Recovery:
+        """The Recovery a ``restart=`` argument means: a Recovery as it is, None the defaults, a
+        bool turning stdio restarts and HTTP retries on or off.
+        """
         if isinstance(restart, Recovery):
             return restart
         if restart is None:
@@ -64,26 +72,8 @@ class Recovery:
         return cls(stdio_restart=restart, http_retry=restart)
 
     def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based): exponential backoff, capped."""
         return float(min(self.backoff * 2.0 ** attempt, self.max_backoff))
-
-
-Send = Callable[[], Awaitable[Any]]
-
-
-def resend(first: Awaitable[Any], transport: ClientTransport, rid: Any, method: str, body: dict[str, Any],
-            on_note: OnNote | None, headers: Mapping[str, str] | None) -> Callable[[], Awaitable[Any]]:
-    """The send of one request for the recovery layer: ``first`` (already made), then fresh ones."""
-    calls = iter([first])
-
-    def send() -> Awaitable[Any]:
-        made = next(calls, None)
-        if made is not None:
-            return made
-        if headers:
-            return transport.request(rid, method, body, on_note, headers=headers)
-        return transport.request(rid, method, body, on_note)
-
-    return send
 
 
 class Recoverer:
@@ -92,10 +82,10 @@ class Recoverer:
     def __init__(self, policy: Recovery) -> None:
         self.policy = policy
         self.safe_tools: set[str] = set()
+        #: Bumped by each stdio restart (a request knows which server it went to).
         self.generation = 0
         self._restarts: list[float] = []
         self._lock = asyncio.Lock()
-        self._restarting = False
 
     def note_tools(self, tools: Iterable[Any]) -> None:
         """Remember which tools are safe to call twice (from a ``tools/list``)."""
@@ -115,50 +105,32 @@ class Recoverer:
         name = params.get("name")
         return isinstance(name, str) and name in self.safe_tools
 
-    async def send(self, client: Client, method: str, params: Mapping[str, Any] | None, send: Send) -> Any:
-        """``send()``, recovering as the policy says."""
-        stdio = client.transport.capabilities.kind == "stdio"
-        enabled = self.policy.stdio_restart if stdio else self.policy.http_retry and client.transport.capabilities.http
-        if not enabled or self._restarting:
-            return await send()
-        if stdio and getattr(client.transport, "closed", False):
-            # The server died earlier: nothing of this request was sent yet, so any request may go.
-            await self._restart(client, self.generation, TransportClosed("the server had exited"))
+    async def retry(self, method: str, params: Mapping[str, Any] | None, send: Callable[[], Awaitable[T]]) -> T:
+        """``send()``, retried with backoff when the HTTP connection fails and the request is safe."""
         attempt = 0
         while True:
-            generation = self.generation
             try:
                 return await send()
             except (NoAnswer, ResponseTooLarge):
                 raise  # a timeout: the server may still be working on it; too large: it would be again
             except TransportError as exc:
-                if stdio and not isinstance(exc, TransportClosed):
+                if attempt >= self.policy.attempts or not self.is_safe(method, params):
                     raise
-                safe = self.is_safe(method, params)
-                if attempt >= self.policy.attempts:
-                    raise
-                if stdio:
-                    await self._restart(client, generation, exc)
-                    if not safe:
-                        raise RequestNotRetried(
-                            f"{method}: the server exited while handling it; it was restarted, but the request was"
-                            f" not sent again because it may not be safe to repeat ({exc})") from exc
-                elif not safe:
-                    raise
-                else:
-                    wait = self.policy.delay(attempt)
-                    log.info("%s failed (%s); retrying in %.2f s (%d/%d)", method, exc, wait, attempt + 1,
-                                self.policy.attempts)
-                    await asyncio.sleep(wait)
+                wait = self.policy.delay(attempt)
+                log.info("%s failed (%s); retrying in %.2f s (%d/%d)", method, exc, wait, attempt + 1,
+                         self.policy.attempts)
+                await asyncio.sleep(wait)
                 attempt += 1
-                if stdio:
-                    log.warning("re-sending %s to the restarted server", method)
 
-    async def _restart(self, client: Client, generation: int, cause: BaseException) -> None:
-        """Restart the stdio server once per death (concurrent failures share the restart)."""
+    @asynccontextmanager
+    async def restarting(self, generation: int, cause: BaseException) -> AsyncIterator[bool]:
+        """Serialise the restart of the stdio server that died under ``generation``: yields True
+        to the one caller that restarts it (in the ``with`` block), False when another request
+        already did. Raises TransportClosed when the server keeps dying."""
         async with self._lock:
             if self.generation != generation:
-                return  # another request already restarted it
+                yield False  # another request already restarted it
+                return
             now = time.monotonic()
             self._restarts = [t for t in self._restarts if now - t < self.policy.window]
             if len(self._restarts) >= self.policy.attempts:
@@ -169,10 +141,5 @@ class Recoverer:
             self._restarts.append(time.monotonic())
             log.warning("the stdio server exited (%s); restarting it (%d/%d)", cause, len(self._restarts),
                         self.policy.attempts)
-            self._restarting = True
-            try:
-                await client.close()
-                await client.start()
-            finally:
-                self._restarting = False
+            yield True
             self.generation += 1

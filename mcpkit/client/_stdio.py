@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..errors import TransportClosed, TransportError
+from ..errors import ProtocolError, TransportClosed, TransportError
 from ..protocol import codec
 from ..protocol import meta as M
 from ..transports.stdio import StdioProcess
@@ -21,9 +21,17 @@ RouteKey = Any
 
 
 class StdioTransport(ClientTransport):
-    """Spawns ``command`` and speaks newline-delimited JSON-RPC with it."""
+    """Spawns ``command`` and speaks newline-delimited JSON-RPC with it.
+
+    A server whose first output is not JSON-RPC (log lines on stdout, a common mistake) and
+    that writes no JSON-RPC message within :attr:`garbage_grace` seconds of it fails the
+    requests waiting on it at once (:class:`~mcpkit.errors.ProtocolError`), rather than
+    leaving them to their time limits."""
 
     capabilities: ClassVar[Capabilities] = Capabilities(kind="stdio")
+    #: Seconds a server whose first output was not JSON-RPC has to write a JSON-RPC message
+    #: (None: wait for the requests' own time limits).
+    garbage_grace: float | None = 1.0
 
     def __init__(self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None,
                  cwd: str | None = None, stderr: Any = None) -> None:
@@ -33,6 +41,8 @@ class StdioTransport(ClientTransport):
         self._reader: asyncio.Task[None] | None = None
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._spoken = False  # a JSON-RPC message came from this process
+        self._garbage: asyncio.TimerHandle | None = None
 
     @property
     def closed(self) -> bool:
@@ -44,6 +54,8 @@ class StdioTransport(ClientTransport):
         self._closed = None
         self.pending.clear()
         self.note_routes.clear()
+        self._spoken = False
+        self._cancel_garbage_verdict()
         try:
             await self.proc.start()
         except OSError as exc:
@@ -62,9 +74,13 @@ class StdioTransport(ClientTransport):
                     msg = codec.decode(line, parse_params=True)
                 except codec.InvalidMessage as exc:
                     text = line.decode("utf-8", "replace").strip()
-                    log.warning("server wrote an invalid message: %s: %s", exc.error.message,
-                                text if len(text) <= 200 else text[:199] + "…")
+                    shown = text if len(text) <= 200 else text[:199] + "…"
+                    log.warning("server wrote an invalid message: %s: %s", exc.error.message, shown)
+                    self._saw_garbage(shown)
                     continue
+                if not self._spoken:
+                    self._spoken = True
+                    self._cancel_garbage_verdict()
                 if type(msg) is codec.Response:
                     fut = self.pending.pop(msg.id, None) if msg.id is not None else None
                     if fut is not None and not fut.done():
@@ -80,6 +96,25 @@ class StdioTransport(ClientTransport):
         finally:
             code = self.proc.proc.returncode if self.proc.proc else None
             self._fail_all(TransportClosed(f"the server closed its output{'' if code is None else f' (exit code {code})'}"))
+
+    def _saw_garbage(self, line: str) -> None:
+        """Non-JSON-RPC output: if nothing else came yet, give the server a moment to speak."""
+        if self._spoken or self._garbage is not None or self.garbage_grace is None or not self.pending:
+            return
+
+        def verdict() -> None:
+            self._garbage = None
+            if not self._spoken and self.pending:
+                self._fail_all(ProtocolError(
+                    f"the server writes to stdout what is not JSON-RPC ({line!r}) and no JSON-RPC message: "
+                    "an MCP stdio server writes only JSON-RPC there (logs belong on stderr)"))
+
+        self._garbage = asyncio.get_running_loop().call_later(self.garbage_grace, verdict)
+
+    def _cancel_garbage_verdict(self) -> None:
+        if self._garbage is not None:
+            self._garbage.cancel()
+            self._garbage = None
 
     async def _answer(self, msg: codec.Request) -> None:
         body = await answer_request(self.on_request, msg)
@@ -151,10 +186,14 @@ class StdioTransport(ClientTransport):
     async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
         await self.proc.send(codec.encode_notification(method, params))
 
-    async def close(self) -> None:
-        await self.proc.close()
+    async def close(self, grace: float = 2.0) -> None:
+        self._cancel_garbage_verdict()
+        await self.proc.close(grace)
         if self._reader is not None:
             try:
                 await asyncio.wait_for(self._reader, 1.0)
             except (TimeoutError, asyncio.CancelledError):
                 self._reader.cancel()
+
+    async def abandon(self) -> None:
+        await self.close(grace=0.2)  # a process still busy starting is not waited for

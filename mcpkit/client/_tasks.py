@@ -33,6 +33,7 @@ from ..protocol import types as t
 
 if TYPE_CHECKING:
     from ._client import Client
+    from ._input import InputHandlers
 
 EXTENSION_ID = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -58,10 +59,15 @@ def with_extension(capabilities: dict[str, Any]) -> dict[str, Any]:
 
 def declaring(client: Client, params: dict[str, Any]) -> dict[str, Any]:
     """Request params whose ``_meta`` declares the extension (for this request only)."""
-    if declares_tasks(client.capabilities):
+    return declare_in(params, client.capabilities)
+
+
+def declare_in(params: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
+    """``params`` whose ``_meta`` declares the extension on top of ``capabilities`` (this request only)."""
+    if declares_tasks(capabilities):
         return params
     meta = dict(params.get("_meta") or {})
-    meta[M.CLIENT_CAPABILITIES] = with_extension(client.capabilities)
+    meta[M.CLIENT_CAPABILITIES] = with_extension(capabilities)
     return {**params, "_meta": meta}
 
 
@@ -69,8 +75,10 @@ class TaskHandle:
     """A ``tools/call`` running as a task (or already answered: :attr:`task_id` is None)."""
 
     def __init__(self, client: Client, created: dict[str, Any] | None = None, *,
-                 result: t.CallToolResult | None = None) -> None:
+                 result: t.CallToolResult | None = None, inputs: InputHandlers | None = None) -> None:
         self.client = client
+        #: The client's handlers for the questions a task asks (its elicitation, sampling, roots).
+        self._inputs = inputs
         #: The task's id (None when the server answered the call at once).
         self.task_id: str | None = None
         #: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``.
@@ -95,6 +103,7 @@ class TaskHandle:
 
     @property
     def done(self) -> bool:
+        """Whether the task reached a terminal status (completed, failed or cancelled)."""
         return self.status in TERMINAL
 
     def _update(self, task: dict[str, Any]) -> None:
@@ -178,7 +187,9 @@ class TaskHandle:
         fresh = {k: v for k, v in requests.items() if k not in self._answered}
         if not fresh:
             return False
-        answers = await self.client._input.answer_all("tasks/get", fresh)
+        if self._inputs is None:
+            raise ProtocolError(f"task {self.task_id} wants input, and this handle has no handlers to answer it")
+        answers = await self._inputs.answer_all("tasks/get", fresh)
         self._answered.update(fresh)
         await self._ask("tasks/update", {"inputResponses": answers or {}})
         return True

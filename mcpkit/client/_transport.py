@@ -42,6 +42,7 @@ class Capabilities:
 
     @property
     def http(self) -> bool:
+        """Whether the transport is HTTP (headers, statuses and header mirroring apply)."""
         return self.kind == "http"
 
 
@@ -69,22 +70,29 @@ class Response:
     # The message's fields, for code that only cares about JSON-RPC.
     @property
     def id(self) -> codec.RequestId | None:
+        """The JSON-RPC id of the answer, or None without a message."""
         return self.message.id if self.message is not None else None
 
     @property
     def result(self) -> Any:
+        """The JSON-RPC ``result``, or None (an error, or no message)."""
         return self.message.result if self.message is not None else None
 
     @property
     def error(self) -> Any:
+        """The JSON-RPC ``error`` object, or None."""
         return self.message.error if self.message is not None else None
 
     def http_error(self) -> HttpStatusError:
-        """The error to raise for an answer without a JSON-RPC message."""
+        """The error to raise for an answer without a JSON-RPC message (or with one that is
+        an HTTP refusal, a 401 or 403: its error's message is then the error's text)."""
         status = self.status or 0
-        return HttpStatusError(status, self.problem or f"HTTP {status} without a JSON-RPC response", self.body, self.headers)
+        said = self.error.get("message") if isinstance(self.error, dict) else None
+        problem = self.problem or (said if isinstance(said, str) and said else f"HTTP {status} without a JSON-RPC response")
+        return HttpStatusError(status, problem, self.body, self.headers)
 
     def require_message(self) -> codec.Response:
+        """The JSON-RPC message; :class:`~mcpkit.errors.HttpStatusError` when the answer had none."""
         if self.message is None:
             raise self.http_error()
         return self.message
@@ -108,6 +116,11 @@ class ClientTransport(abc.ABC):
     on_notification: OnNote | None = None
     on_request: OnRequest | None = None
 
+    @property
+    def closed(self) -> bool:
+        """Whether the server is known to be gone (a stdio server that exited)."""
+        return False
+
     async def start(self) -> None:
         """Connect (spawn, open a pool...). Called again after :meth:`close` to restart."""
         return None
@@ -126,6 +139,11 @@ class ClientTransport(abc.ABC):
     async def close(self) -> None:
         """Disconnect; a later :meth:`start` begins afresh."""
         return None
+
+    async def abandon(self) -> None:
+        """Disconnect at once, because the server is being replaced (it may be stuck): no
+        grace for a polite exit. A later :meth:`start` begins afresh."""
+        await self.close()
 
     def for_era(self, era: Era) -> ClientTransport:
         """The transport to use for ``era``: itself, unless the era needs another kind of

@@ -47,9 +47,11 @@ class TaskRecord(msgspec.Struct, kw_only=True):
 
     @property
     def expires_at(self) -> float | None:
+        """When the record expires (epoch seconds), or None without a TTL."""
         return None if self.ttl_ms is None else self.created_at + self.ttl_ms / 1000.0
 
     def expired(self, now: float) -> bool:
+        """Whether the TTL has elapsed at ``now`` (epoch seconds)."""
         exp = self.expires_at
         return exp is not None and now >= exp
 
@@ -66,9 +68,12 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         return out
 
     def create_result(self) -> CreateTaskResult:
+        """The ``CreateTaskResult`` answering the call that created the task."""
         return CreateTaskResult(**self.wire_fields())
 
     def detailed(self) -> GetTaskResult:
+        """The ``tasks/get`` answer: the task, with its questions while ``input_required`` and
+        its result or error once finished."""
         out = GetTaskResult(**self.wire_fields())
         if self.status == "input_required":
             out.inputRequests = dict(self.input_requests)
@@ -92,16 +97,20 @@ class TaskStore(abc.ABC):
     a ``get`` right after it returns must find the record."""
 
     @abc.abstractmethod
-    async def create(self, record: TaskRecord) -> None: ...
+    async def create(self, record: TaskRecord) -> None:
+        """Store a new record (strongly consistent: a ``get`` right after finds it)."""
 
     @abc.abstractmethod
-    async def get(self, task_id: str) -> TaskRecord | None: ...
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id``, or None."""
 
     @abc.abstractmethod
-    async def save(self, record: TaskRecord) -> None: ...
+    async def save(self, record: TaskRecord) -> None:
+        """Store a changed record (a record deleted meanwhile stays deleted)."""
 
     @abc.abstractmethod
-    async def delete(self, task_id: str) -> None: ...
+    async def delete(self, task_id: str) -> None:
+        """Remove the record of ``task_id`` (no error when it is gone)."""
 
     @abc.abstractmethod
     async def purge_expired(self, now: float) -> list[str]:
@@ -132,19 +141,23 @@ class InMemoryTaskStore(TaskStore):
         return len(self.records)
 
     async def create(self, record: TaskRecord) -> None:
+        """Store a new record (strongly consistent: a ``get`` right after finds it)."""
         self.records[record.task_id] = record
         exp = record.expires_at
         if exp is not None:
             heapq.heappush(self.expiry, (exp, record.task_id))
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id``, or None."""
         return self.records.get(task_id)
 
     async def save(self, record: TaskRecord) -> None:
+        """Store a changed record (a record deleted meanwhile stays deleted)."""
         if record.task_id in self.records:  # a purged task stays purged
             self.records[record.task_id] = record
 
     async def delete(self, task_id: str) -> None:
+        """Remove the record of ``task_id`` (no error when it is gone)."""
         self.records.pop(task_id, None)
 
     async def purge_expired(self, now: float) -> list[str]:

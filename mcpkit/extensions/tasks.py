@@ -311,6 +311,7 @@ class Tasks(Extension[TaskContext]):
 
     async def settle(self, run: TaskRun, *, result: dict[str, Any] | None = None,
                      error: dict[str, Any] | None = None) -> None:
+        """Record a run's outcome (its result or its error), unless the task was cancelled meanwhile."""
         rec = run.record
         assert rec is not None
         self.runs.pop(rec.task_id, None)
@@ -327,6 +328,7 @@ class Tasks(Extension[TaskContext]):
 
     # ------------------------------------------------------------------ tasks/*
     async def lookup(self, ctx: Context, task_id: str) -> TaskRecord:
+        """The caller's live task ``task_id``; another caller's task, an expired or unknown one is -32602."""
         if not versions.is_modern(ctx.protocol_version):
             raise errors.method_not_found(ctx.method)  # a 2026-07-28 extension: no such method in a legacy session
         if not declared(ctx):
@@ -344,10 +346,12 @@ class Tasks(Extension[TaskContext]):
         return rec
 
     async def get(self, ctx: Context, params: TaskParams) -> GetTaskResult:
+        """Answer ``tasks/get``."""
         rec = await self.lookup(ctx, params.taskId)
         return rec.detailed()
 
     async def update(self, ctx: Context, params: UpdateTaskParams) -> t.Result:
+        """Answer ``tasks/update``: deliver the client's answers to the task's questions."""
         rec = await self.lookup(ctx, params.taskId)
         run = self.runs.get(rec.task_id)
         if rec.status in TERMINAL:
@@ -366,6 +370,7 @@ class Tasks(Extension[TaskContext]):
         return t.Result()
 
     async def cancel(self, ctx: Context, params: TaskParams) -> t.Result:
+        """Answer ``tasks/cancel``: mark the task cancelled and stop its handler, wherever it runs."""
         rec = await self.lookup(ctx, params.taskId)
         if rec.status not in TERMINAL:
             rec.status = "cancelled"
@@ -390,10 +395,12 @@ class Tasks(Extension[TaskContext]):
             self.stop(task_id)
 
     async def expire(self, task_id: str) -> None:
+        """Stop and delete a task whose TTL has elapsed."""
         self.stop(task_id)
         await self.store.delete(task_id)
 
     def stop(self, task_id: str) -> None:
+        """Cancel the handler running ``task_id`` in this process, if any."""
         run = self.runs.pop(task_id, None)
         if run is not None and run.runner is not None:
             run.runner.cancel()

@@ -2,7 +2,7 @@
 
 The command (:mod:`mcpkit.cli._inspect`) connects mcpkit's :class:`~mcpkit.client.Client`
 to a TARGET and serves a page (plain HTML, CSS and JavaScript in ``static/``, no build step,
-no CDN) plus a small JSON API from an ASGI app (:class:`~mcpkit.inspect._app.InspectorApp`)
+no CDN) plus a small JSON API from an ASGI app (:class:`~mcpkit.inspect.InspectorApp`)
 on uvicorn, bound to 127.0.0.1.
 
 Access: every request must carry the random access token the command prints, as
@@ -11,7 +11,7 @@ Access: every request must carry the random access token the command prints, as
 loopback address it listens on, is refused with 403 too (other sites, DNS rebinding).
 The browser the command opens gets neither: it opens a private (0600) redirect file to
 ``/?code=C``, a one-time code the app answers once with a 303 to ``/?token=T`` and then
-refuses (403), as it does after two minutes (:mod:`mcpkit.inspect._launch`).
+refuses (403), as it does after two minutes (:class:`~mcpkit.inspect.RedirectFile`).
 
 The API (JSON in and out; errors are ``{"error": "..."}`` with status 4xx, or 502 when
 the server failed the request):
@@ -69,4 +69,22 @@ Nothing here is imported by ``import mcpkit``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports as _lazy_exports
+
+# What the command uses; each loads on first use (the app pulls in the client and ASGI plumbing).
+_EXPORTS = {
+    "Inspector": "mcpkit.inspect._app",
+    "InspectorApp": "mcpkit.inspect._app",
+    "RedirectFile": "mcpkit.inspect._launch",
+}
+
 __all__: list[str] = []
+
+if TYPE_CHECKING:
+    from ._app import Inspector as Inspector
+    from ._app import InspectorApp as InspectorApp
+    from ._launch import RedirectFile as RedirectFile
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from .._describe import describe_error
-from .._probe import probe
+from .._probe import Target, probe
 from ..protocol import sse
-from ..transports import _asgi
-from ..transports._asgi import Receive, Scope, Send
+from ..transports import asgi as _asgi
 
 if TYPE_CHECKING:
-    from ..cli._target import Target
     from ..client import Client
 
 STATIC_TYPES = {
@@ -401,7 +399,7 @@ class InspectorApp:
     def _hosts(self) -> set[str]:
         return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: _asgi.Scope, receive: _asgi.Receive, send: _asgi.Send) -> None:
         if scope["type"] == "lifespan":
             await _asgi.lifespan(receive, send)
             return
@@ -459,7 +457,7 @@ class InspectorApp:
             data = data.replace(b"__TOKEN__", self.token.encode())
         await _asgi.respond(send, 200, data, STATIC_TYPES.get(suffix, "application/octet-stream").encode(), _GUARDED)
 
-    async def _frame(self, send: Send, frame_id: str) -> None:
+    async def _frame(self, send: _asgi.Send, frame_id: str) -> None:
         """An app's document (one-time id, no token): under the policy its resource asked for,
         sandboxed to an opaque origin, framed only by the inspector's page."""
         got = self.inspector.apps.take(frame_id)
@@ -474,7 +472,7 @@ class InspectorApp:
             (b"content-security-policy", f"{policy}; frame-ancestors {ancestors}".encode()),
         ])
 
-    async def _redeem(self, send: Send, code: str) -> None:
+    async def _redeem(self, send: _asgi.Send, code: str) -> None:
         """``/?code=C`` (the page the browser was opened with): once, a redirect to the page
         with the token; then, or after the code expired, 403."""
         if not self.codes.redeem(code):
@@ -484,7 +482,7 @@ class InspectorApp:
         await _asgi.respond(send, 303, b"", None, [(b"location", f"/?token={self.token}".encode()),
                                                     (b"cache-control", b"no-store"), (b"referrer-policy", b"no-referrer")])
 
-    async def _events(self, receive: Receive, send: Send) -> None:
+    async def _events(self, receive: _asgi.Receive, send: _asgi.Send) -> None:
         """Server-sent events: ``progress``, ``input``, ``input-done``, ``notification``,
         ``listen-ended``; each ``data:`` is one JSON object. Ends at shutdown or disconnect."""
         queue = self.inspector.subscribe()
@@ -524,7 +522,7 @@ def _static(name: str) -> bytes | None:
         return None
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: _asgi.Receive) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -545,5 +543,5 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, default=str).encode()
 
 
-async def _send_json(send: Send, status: int, value: Any) -> None:
+async def _send_json(send: _asgi.Send, status: int, value: Any) -> None:
     await _asgi.respond(send, status, _json(value), b"application/json", _GUARDED)

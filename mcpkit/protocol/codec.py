@@ -39,10 +39,15 @@ Message = Union[Request, Notification, Response]
 
 
 class Reply(NamedTuple):
-    """An encoded response, and its error code (None for a result) so HTTP can pick a status."""
+    """An encoded response, and its error code (None for a result) so HTTP can pick a status.
+
+    ``rejected``: the request failed the inbound check (it never reached a handler); HTTP
+    answers those errors with the status the spec fixes for them (400, 404).
+    """
 
     body: bytes
     error_code: int | None
+    rejected: bool = False
 
 
 class _Envelope(msgspec.Struct):

@@ -38,6 +38,7 @@ class MCPError(MCPKitError):
         self.data = data
 
     def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object: ``code``, ``message`` and ``data`` when there is any."""
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
@@ -63,6 +64,16 @@ class InvalidHeaderAnnotation(MCPKitError, ValueError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class InsufficientScope(MCPKitError):
+    """The authenticated caller's token lacks scopes one request needs (``scopes``, all of
+    them). Raised by the server's entry for transports before anything runs; the transport
+    answers it (HTTP: 403 with a challenge naming the scopes)."""
+
+    def __init__(self, scopes: frozenset[str]) -> None:
+        super().__init__(f"the access token lacks a scope this request needs: {' '.join(sorted(scopes))}")
+        self.scopes = scopes
 
 
 class RoutingError(MCPKitError):

@@ -1,23 +1,39 @@
-"""The inbound validation ladder: one pure decision per modern request.
+"""The inbound check: one pure decision per modern request, the ladder and the header rules.
 
-Order (each step only runs when the previous passed):
+The ladder (each step only runs when the previous passed):
 1. ``params._meta`` present with its required keys, well typed  -> else -32602
 2. the requested protocol version is supported                -> else -32022
 3. the method exists and its server capability is advertised  -> else -32601
 4. the method's params decode into its type                    -> else -32602
+
+Over HTTP (the request's headers given) the header rules of SEP-2243 join it:
+- a failed step 2, 3 or 4 is reported as the header/body disagreement instead when the
+  headers disagree with the body (-32020); a missing ``_meta`` (step 1) stays the error;
+- after the ladder, ``subscriptions/listen`` needs an ``Accept`` that allows an event
+  stream (-32600), then the ``Mcp-*`` headers must match the body (-32020).
+
+The result carries the scopes the request needs when asked (an authenticated caller).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from . import errors
+from . import headers as H
 from . import meta as meta_keys
 from .codec import decode_params, params_dict
-from .types import REQUEST_PARAMS, RequestMeta, RequestParams
+from .types import REQUEST_PARAMS, CallToolParams, RequestMeta, RequestParams
+
+#: The ``x-mcp-header`` annotations of a tool, by its name (None: none, or no such tool).
+HeaderMap = Callable[[str], Mapping[str, Sequence[str]] | None]
+#: The OAuth scopes one request needs, from its method and typed params.
+ScopeNeeds = Callable[[str, Any], frozenset[str]]
+
+_NO_SCOPES: frozenset[str] = frozenset()
 
 #: Which server capability gates each method (None: always available).
 METHOD_CAPABILITY: dict[str, str | None] = {
@@ -37,11 +53,13 @@ _to_meta = msgspec.convert
 
 
 class Checked(msgspec.Struct, frozen=True):
-    """A request that passed the ladder: its typed params and its validated ``_meta``."""
+    """A request that passed the check: its typed params, its validated ``_meta``, and the
+    scopes it needs (filled in when the check was asked for them)."""
 
     method: str
     params: RequestParams
     meta: RequestMeta
+    scopes: frozenset[str] = _NO_SCOPES
 
 
 def check_request(
@@ -50,11 +68,81 @@ def check_request(
     supported_versions: Collection[str],
     capabilities: Collection[str],
     extra_methods: dict[str, tuple[type, str | None]] | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+    header_map: HeaderMap | None = None,
+    scopes: ScopeNeeds | None = None,
 ) -> Checked:
-    """Run the ladder on one request; raise :class:`errors.MCPError` at the first failed step.
+    """Check one request; raise :class:`errors.MCPError` at the first failed rule.
 
     ``extra_methods`` maps methods an extension adds to (params type, gating capability).
+    ``headers``: the HTTP request's headers (names lower-cased), for the header rules (None:
+    no headers, e.g. stdio); ``header_map`` gives a called tool's annotations for them.
+    ``scopes``: resolve the scopes the request needs into :attr:`Checked.scopes`.
     """
+    if headers is None:
+        checked = _check_body(method, raw_params, supported_versions, capabilities, extra_methods)
+    else:
+        try:
+            checked = _check_body(method, raw_params, supported_versions, capabilities, extra_methods)
+        except errors.MCPError as exc:
+            raise _header_error_first(exc, headers, method, raw_params, supported_versions) from None
+        _check_headers(checked, headers, supported_versions, header_map)
+    if scopes is not None:
+        needed = scopes(method, checked.params)
+        if needed:
+            return Checked(method, checked.params, checked.meta, needed)
+    return checked
+
+
+def _seq(versions: Collection[str]) -> Sequence[str]:
+    return versions if isinstance(versions, (tuple, list)) else tuple(versions)
+
+
+def _header_error_first(exc: errors.MCPError, headers: Mapping[str, str], method: str, raw_params: Any,
+                        supported_versions: Collection[str]) -> errors.MCPError:
+    """A header/body disagreement outranks version, method and params errors (not a missing _meta)."""
+    if exc.code not in (errors.UNSUPPORTED_PROTOCOL_VERSION, errors.METHOD_NOT_FOUND, errors.INVALID_PARAMS):
+        return exc
+    params = params_dict(raw_params) or {}
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(meta_keys.PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    if not isinstance(version, str):
+        return exc  # no body version: the missing _meta field is the error to report
+    try:
+        H.check_request_headers(headers, method, params, version, None, supported_versions=_seq(supported_versions),
+                                lowered=True)
+    except errors.MCPError as header_exc:
+        return header_exc
+    return exc
+
+
+def _check_headers(checked: Checked, headers: Mapping[str, str], supported_versions: Collection[str],
+                   header_map: HeaderMap | None) -> None:
+    method = checked.method
+    p = checked.params
+    if method == "subscriptions/listen":
+        accept = headers.get("accept", "")
+        if accept and "text/event-stream" not in accept and "*/*" not in accept:
+            # Its acknowledgement and notifications can only travel on an event stream.
+            raise errors.invalid_request(
+                "subscriptions/listen answers with text/event-stream; the Accept header must allow it")
+    name_params: dict[str, Any] | None = None
+    annotations = None
+    if method == "tools/call":
+        assert isinstance(p, CallToolParams)
+        name_params = {"name": p.name, "arguments": p.arguments}
+        annotations = header_map(p.name) if header_map is not None else None
+    else:
+        source = H.NAME_SOURCES.get(method)  # prompts/get, resources/read, tasks/*
+        if source is not None:
+            name_params = {source: getattr(p, source, None)}  # a field of the typed params
+    H.check_request_headers(headers, method, name_params, checked.meta.protocolVersion, annotations,
+                            supported_versions=_seq(supported_versions), lowered=True)
+
+
+def _check_body(method: str, raw_params: Any, supported_versions: Collection[str], capabilities: Collection[str],
+                extra_methods: dict[str, tuple[type, str | None]] | None) -> Checked:
     typ = REQUEST_PARAMS.get(method)
     cap = METHOD_CAPABILITY.get(method, "")
     if typ is None and extra_methods is not None and method in extra_methods:

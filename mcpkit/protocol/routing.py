@@ -380,6 +380,7 @@ if TYPE_CHECKING:
     HttpNotificationRoute = Union[Accept, ToSession, RefuseHttp]
     HttpResponseRoute = Union[ToSession, RefuseHttp]
     HttpMethodRoute = Union[SessionStream, EndSession, RefuseHttp]
+    HttpPostRoute = Union[ServeModern, OpenSession, Accept, ToSession, RefuseHttp]
 
 _SESSION_ID = "mcp-session-id"
 _VERSION = "mcp-protocol-version"
@@ -448,6 +449,16 @@ def route_response(resp: codec.Response, headers: Mapping[str, str], legacy: boo
     if not (legacy and _session_wire(headers)):
         return _RESPONSE_REFUSED
     return _bad_session_version(headers, resp.id) or ToSession(headers[_SESSION_ID].strip())
+
+
+def route_post(msg: codec.Message, headers: Mapping[str, str], legacy: bool) -> HttpPostRoute:
+    """Route one POSTed message, whatever its kind."""
+    if type(msg) is codec.Request:
+        return route_request(msg, headers, legacy)
+    if type(msg) is codec.Notification:
+        return route_notification(msg, headers, legacy)
+    assert type(msg) is codec.Response
+    return route_response(msg, headers, legacy)
 
 
 def route_method(method: str, headers: Mapping[str, str], legacy: bool) -> HttpMethodRoute:

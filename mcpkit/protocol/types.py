@@ -550,3 +550,14 @@ class JSONRPCErrorResponse(Struct, kw_only=True):
     jsonrpc: Literal["2.0"]
     error: ErrorObject
     id: RequestId | UnsetType = UNSET
+
+
+def request_target(params: object) -> tuple[str | None, str | None]:
+    """What a decoded request is about, as ``(name, uri)``: the tool or prompt name of
+    ``tools/call`` / ``prompts/get``, the URI of ``resources/read``; (None, None) otherwise.
+    For middleware (telemetry, rate limits) that sees every method's params."""
+    if isinstance(params, (CallToolParams, GetPromptParams)):
+        return params.name, None
+    if isinstance(params, ReadResourceParams):
+        return None, params.uri
+    return None, None

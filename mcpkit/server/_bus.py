@@ -3,9 +3,10 @@
 The server publishes :class:`Change` events; every open listen stream subscribes. The
 interface is deliberately small so a cross-process bus can replace :class:`InMemoryBus`
 without touching the server: ``mcpkit.backends.redis.RedisBus`` (Redis pub/sub, for several
-workers behind a load balancer) does. A shared bus may also have an async ``ready()``, which
-raises :class:`~mcpkit.protocol.errors.MCPError` while it cannot receive changes:
-``Server.use_bus`` then awaits it before each ``subscriptions/listen`` is acknowledged.
+workers behind a load balancer) does. A bus's async ``ready()`` raises
+:class:`~mcpkit.protocol.errors.MCPError` while it cannot receive changes (a shared bus whose
+connection is down; the in-memory bus is always ready): a bus installed with
+``Server.use_bus`` is asked before each ``subscriptions/listen`` is acknowledged.
 """
 
 from __future__ import annotations
@@ -23,22 +24,35 @@ ChangeKind = Literal["tools", "prompts", "resources", "resource_updated"]
 
 
 class Change(NamedTuple):
+    """One change a :class:`Bus` carries: ``kind`` (``tools``, ``prompts``, ``resources`` or
+    ``resource_updated``) and, for ``resource_updated``, the resource's ``uri``."""
+
     kind: ChangeKind
     uri: str | None = None  # for "resource_updated"
 
 
 class Subscription(Protocol):
+    """What :meth:`Bus.subscribe` returns: iterate it for the changes, ``close()`` it when done."""
+
     def __aiter__(self) -> AsyncIterator[Change]: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop receiving changes (the iteration ends)."""
 
 
 class Bus(Protocol):
+    """Carries list and resource changes to every ``subscriptions/listen`` stream, across
+    workers when it is shared (``mcpkit.backends.redis``); :class:`InMemoryBus` serves one
+    process."""
+
     def publish(self, change: Change) -> None:
         """Deliver ``change`` to every subscription (fire-and-forget; never blocks)."""
 
     def subscribe(self) -> Subscription:
         """A new subscription; iterate it for changes, ``close()`` it when done."""
+
+    async def ready(self) -> None:
+        """Return when changes can be received now; raise ``MCPError`` when they cannot."""
 
 
 class _MemorySubscription:
@@ -79,6 +93,7 @@ class InMemoryBus:
         self._subs: set[_MemorySubscription] = set()
 
     def publish(self, change: Change) -> None:
+        """Queue ``change`` for every subscription; one that fell ``maxsize`` behind is closed."""
         for sub in list(self._subs):
             if sub.queue.qsize() < self.maxsize:
                 sub.queue.put_nowait(change)
@@ -91,12 +106,17 @@ class InMemoryBus:
             sub.queue = asyncio.Queue(1)
             sub.queue.put_nowait(None)
 
+    async def ready(self) -> None:
+        """Always ready: changes published in this process reach its subscribers."""
+
     def subscribe(self) -> _MemorySubscription:
+        """A new subscription; iterate it for changes, ``close()`` it when done."""
         sub = _MemorySubscription(self, self.maxsize + 1)
         self._subs.add(sub)
         return sub
 
     def close_all(self) -> None:
+        """Close every subscription (their streams end)."""
         for sub in list(self._subs):
             sub.close()
 

@@ -11,9 +11,9 @@ from ..protocol.types import RequestMeta
 from ._input import InputChannel, InputRequests, check_capabilities, parse_answer, schema_of
 
 if TYPE_CHECKING:
-    from ..auth.server._principal import Principal
     from ..extensions import Extension
     from ._server import Server
+    from .auth._principal import Principal
 
 #: Sends one notification (method, params) on this request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -38,6 +38,22 @@ class Context:
     ``input_channel`` (where questions go), ``progress_sink`` (where progress goes) and
     ``extensions`` (their own data) are theirs to set. ``ctx.extension(ExtClass)`` is an
     installed extension's helper for this request.
+
+    Attributes:
+        server: The :class:`~mcpkit.Server` answering the request.
+        request_id: The JSON-RPC id of the request.
+        method: The request's method (``tools/call``, ``resources/read``, ...).
+        meta: The raw ``_meta`` of the request, every key included.
+        emitter: Sends this request's notifications (``ctx.emit`` calls it); replace it to
+            redirect them.
+        input_channel: Where questions go; None for methods that may not ask (only MRTR
+            methods may).
+        state: Handler data kept across MRTR rounds (sealed into ``requestState`` with the
+            answers): what a handler stores here before asking is there when the answers come.
+        principal: The authenticated caller's key, when the transport knows one (MRTR state
+            and tasks are bound to it).
+        auth: The OAuth caller (``mcpkit.auth.server.Principal``: subject, client_id, scopes,
+            claims) when the server is protected; None otherwise (and on stdio).
     """
 
     # Slots: one Context is made per request, so it stays small and quick to build.
@@ -93,22 +109,27 @@ class Context:
     # ------------------------------------------------------------ what the client said
     @property
     def protocol_version(self) -> str:
+        """The protocol version this request was made in (``2026-07-28``, or the legacy session's)."""
         return self._m.protocolVersion
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities the client declared for this request (``{}`` when none)."""
         return self.meta.get(M.CLIENT_CAPABILITIES) or {}
 
     @property
     def client_info(self) -> dict[str, Any] | None:
+        """The client's ``{"name": ..., "version": ...}`` as it sent it with this request, or None."""
         return self.meta.get(M.CLIENT_INFO)
 
     @property
     def progress_token(self) -> str | int | None:
+        """The progress token of this request, or None: :meth:`report_progress` sends nothing then."""
         return self.meta.get(M.PROGRESS_TOKEN)
 
     @property
     def log_level(self) -> str | None:
+        """The lowest log level the client asked to receive for this request, or None (no log messages)."""
         return self.meta.get(M.LOG_LEVEL)
 
     def client_extension(self, ext_id: str) -> dict[str, Any] | None:
@@ -119,6 +140,9 @@ class Context:
         return settings if isinstance(settings, dict) else None
 
     def has_capability(self, name: str, sub: str | None = None) -> bool:
+        """Whether the client declared capability ``name`` (and ``sub`` inside it, when given),
+        e.g. ``ctx.has_capability("elicitation", "form")``.
+        """
         cap = self.client_capabilities.get(name)
         if not isinstance(cap, dict):
             return False
@@ -168,15 +192,19 @@ class Context:
         await self.emitter(method, params)
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
+        """Send a ``debug`` log message (see :meth:`log`)."""
         await self.log("debug", data, logger)
 
     async def info(self, data: Any, logger: str | None = None) -> None:
+        """Send an ``info`` log message (see :meth:`log`)."""
         await self.log("info", data, logger)
 
     async def warning(self, data: Any, logger: str | None = None) -> None:
+        """Send a ``warning`` log message (see :meth:`log`)."""
         await self.log("warning", data, logger)
 
     async def error(self, data: Any, logger: str | None = None) -> None:
+        """Send an ``error`` log message (see :meth:`log`)."""
         await self.log("error", data, logger)
 
     # ------------------------------------------------------------ deprecated (tasks extension)

@@ -1,5 +1,8 @@
 """One dispatch path for every request of every era: checked request -> handler -> result | MCPError.
 
+:func:`serve` is the one entry transports call per modern request (through ``Server.serve``):
+the inbound check, the caller's scopes, then :func:`dispatch`.
+
 The method table keeps each method's handler precomposed with the wrappers and middleware
 registered for it, so a server without any pays nothing per request for the hooks.
 What differs between eras is left to the :class:`~._encode.Era` a request comes with.
@@ -8,16 +11,18 @@ What differs between eras is left to the :class:`~._encode.Era` a request comes 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import codec, errors, inbound
 from ..protocol.codec import Reply
 from ..protocol.mrtr import MRTR_METHODS
 from ._context import Context, Emit
+from ._encode import MrtrChannel
 from ._input import InputRequired
 
 if TYPE_CHECKING:
+    from ..transports import Envelope
     from ._encode import Era
     from ._server import Server
 
@@ -25,8 +30,10 @@ log = logging.getLogger("mcpkit.server")
 
 #: Answers one method: ``handler(ctx, params)`` returns its wire result (or raises MCPError).
 Handler = Callable[[Context, Any], Awaitable[Any]]
+"""Answers one method: ``handler(ctx, params)`` returns its wire result (or raises MCPError)."""
 #: Wraps a handler: ``wrapper(ctx, params, call_next)``; ``call_next(ctx, params)`` runs what it wraps.
 Wrapper = Callable[[Context, Any, Handler], Awaitable[Any]]
+"""Wraps a handler: ``wrapper(ctx, params, call_next)``; ``call_next(ctx, params)`` runs what it wraps."""
 
 
 def _bind(wrapper: Wrapper, inner: Handler) -> Handler:
@@ -86,6 +93,31 @@ async def spend_state(server: Server, state_id: str, expires: float) -> None:
         raise spent_state_error()
 
 
+async def _rejected(request_id: codec.RequestId, exc: errors.MCPError) -> Reply:
+    return Reply(codec.encode_error(request_id, exc), exc.code, True)
+
+
+def serve(server: Server, chains: dict[str, Handler], era: Era, req: codec.Request,
+          envelope: Envelope) -> Coroutine[Any, Any, Reply]:
+    """The one entry for transports: check ``req`` (with the envelope's headers, if any),
+    make sure the envelope's principal has the scopes it needs, and answer it.
+
+    Returns the coroutine of the answer (a reply marked ``rejected`` when the check failed).
+    Raises :class:`~mcpkit.protocol.errors.InsufficientScope` at once, before anything runs,
+    when the principal lacks a scope the request needs.
+    """
+    principal = envelope.principal
+    try:
+        checked = server.check(req, envelope.headers, scoped=principal is not None)
+    except errors.MCPError as exc:
+        return _rejected(req.id, exc)
+    if principal is None:
+        return dispatch(server, chains, req, checked, envelope.emit, None, era)
+    if checked.scopes and not principal.allows(checked.scopes):
+        raise errors.InsufficientScope(checked.scopes)
+    return dispatch(server, chains, req, checked, envelope.emit, principal.key, era, principal)
+
+
 async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Request, checked: inbound.Checked,
                    emit: Emit | None, principal: str | None, era: Era, auth: Any = None) -> Reply:
     """Answer a request that passed the inbound ladder. Never raises except for cancellation."""
@@ -99,9 +131,9 @@ async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Reques
         channel = None
         if method in MRTR_METHODS:
             channel = ctx.input_channel = era.open_input(ctx, params)
-            spend = getattr(channel, "spend", None)
-            if spend is not None:  # a single-use requestState (Server(state_single_use=True))
-                await spend_state(server, *spend)
+            if type(channel) is MrtrChannel and channel.spend is not None:
+                # A single-use requestState (Server(state_single_use=True)): spent before the handler runs.
+                await spend_state(server, *channel.spend)
         try:
             result = await chains[method](ctx, params)
         except InputRequired as need:

@@ -47,9 +47,9 @@ async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
     return value
 
 
-def tool_error_text(name: str, exc: BaseException, server: Any) -> str:
+def tool_error_text(name: str, exc: BaseException, server: Server) -> str:
     """What the client reads when tool ``name`` raised ``exc`` (not a ToolError)."""
-    if getattr(server, "expose_errors", False):
+    if server.expose_errors:
         return f"Error executing tool {name}: {exc}"
     return f"Error executing tool {name}"
 
@@ -94,18 +94,18 @@ class CoreMethods:
             cacheScope=server.cache_scope,
         )
 
-    def _page(self, defs: Sequence[Any], params: t.PaginatedParams) -> tuple[Sequence[Any], Any, int, CacheScope]:
+    def _page(self, defs: Sequence[ToolDef | ResourceDef | TemplateDef | PromptDef], params: t.PaginatedParams
+              ) -> tuple[Sequence[Any], Any, int, CacheScope]:
         cursor = params.cursor if params.cursor is not UNSET else None
         items, nxt = page(defs, cursor, self.server.page_size)
         # A list is as fresh as its stalest entry, and private if any entry is.
         ttl, scope = self.server.ttl_ms, self.server.cache_scope
         for d in defs:
-            cache = getattr(d, "cache", None)
-            if cache is not None:
-                if cache.ttl_ms is not None:
-                    ttl = min(ttl, cache.ttl_ms)
-                if cache.cache_scope == "private":
-                    scope = "private"
+            cache = d.cache  # every registration has its cache hints
+            if cache.ttl_ms is not None:
+                ttl = min(ttl, cache.ttl_ms)
+            if cache.cache_scope == "private":
+                scope = "private"
         return items, (nxt if nxt is not None else UNSET), ttl, scope
 
     @staticmethod
@@ -115,7 +115,7 @@ class CoreMethods:
         auth = ctx.auth
         if auth is None or not any(d.scopes for d in defs):
             return list(defs), False
-        if getattr(auth, "list_all", False):
+        if auth.list_all:
             return list(defs), False
         return [d for d in defs if not d.scopes or auth.allows(d.scopes)], True
 

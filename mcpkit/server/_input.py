@@ -23,6 +23,7 @@ from ..protocol import types as t
 
 #: Questions keyed by the handler: ``{key: {"method": ..., "params": ...}}``.
 InputRequests = dict[str, dict[str, Any]]
+"""Questions keyed by the handler: ``{key: {"method": ..., "params": ...}}``."""
 
 
 class InputChannel(Protocol):

@@ -98,7 +98,7 @@ def derive(material: bytes) -> tuple[bytes, bytes]:
     return key_id, aes
 
 
-def parse_env(value: str, *, source: str = "MCPKIT_STATE_KEYS") -> list[bytes]:
+def parse_state_keys(value: str, *, source: str = "MCPKIT_STATE_KEYS") -> list[bytes]:
     """The key material of a comma-separated key list (``MCPKIT_STATE_KEYS``); refuses a weak key."""
     keys = [k.strip() for k in value.split(",") if k.strip()]
     return [key_material(k, source=source, index=i) for i, k in enumerate(keys, 1)]

@@ -7,7 +7,7 @@ one; without it the module must hold exactly one Server at module level.
 
 A file that calls ``server.run()`` when it is imported (a common pattern) does not start a
 server here: the import runs inside :func:`mcpkit.transports._loading.loading`, in which that
-call hands its server over and stops the import. :func:`load` says whether that happened, so
+call hands its server over and stops the import. :func:`load_spec` says whether that happened, so
 the caller can say so; nothing is patched, and other threads are not affected.
 """
 
@@ -19,7 +19,7 @@ import sys
 from typing import Any, NamedTuple
 
 from ..errors import ServerLoadError
-from ..transports._loading import RunAtImport, loading
+from ..transports import RunAtImport, loading
 from ._server import Server
 
 #: The name a server file is imported under (``sys.modules``).
@@ -34,10 +34,10 @@ class Loaded(NamedTuple):
 
 def load_server(spec: str) -> Server:
     """The Server in ``FILE.py[:attr]`` or ``module[:attr]`` (raises :class:`ServerLoadError`)."""
-    return load(spec).server
+    return load_spec(spec).server
 
 
-def load(spec: str) -> Loaded:
+def load_spec(spec: str) -> Loaded:
     """The Server in ``spec`` and whether its module called ``server.run()`` at import
     (raises :class:`ServerLoadError`, with a one-line message)."""
     try:
@@ -51,7 +51,7 @@ def load(spec: str) -> Loaded:
         raise ServerLoadError(f"{spec}{_user_line(exc)}: {type(exc).__name__}: {exc}") from exc
 
 
-def file_spec(spec: str) -> tuple[str | None, str | None]:
+def spec_file(spec: str) -> tuple[str | None, str | None]:
     """(path, attr) when ``spec`` names a file (``FILE.py`` or ``FILE.py:attr``), else (None, None)."""
     m = re.match(r"^(.*\.py):([A-Za-z_]\w*)$", spec)
     if m:
@@ -74,7 +74,7 @@ def _load(spec: str) -> Loaded:
         with loading():
             module, attr = _import(spec)
     except RunAtImport as ran:
-        path, attr = file_spec(spec)
+        path, attr = spec_file(spec)
         if attr is None and path is None:
             attr = spec.partition(":")[2] or None
         module = sys.modules.get(MODULE_NAME if path is not None else spec.partition(":")[0])
@@ -90,7 +90,7 @@ def _import(spec: str) -> tuple[Any, str | None]:
     import importlib
     import importlib.util
 
-    path, attr = file_spec(spec)
+    path, attr = spec_file(spec)
     if path is not None:
         if not os.path.exists(path):
             raise OSError(f"no such file: {path}")

@@ -13,6 +13,7 @@ from msgspec import UNSET
 from ..errors import ToolError as ToolError  # its home is mcpkit.errors; still importable from here
 from ..protocol import errors
 from ..protocol import types as t
+from ._pydantic import to_builtins_hook
 from ._signature import Output, Signature
 from ._uritemplate import UriTemplate
 
@@ -29,7 +30,7 @@ def _opt(v: Any) -> Any:
 
 
 def _to_builtins(value: Any) -> Any:
-    return msgspec.to_builtins(value)
+    return msgspec.to_builtins(value, enc_hook=to_builtins_hook)
 
 
 def _json_text(value: Any) -> str:
@@ -66,6 +67,7 @@ def to_content(value: Any) -> list[Any]:
 
 
 def text(value: str, **kw: Any) -> t.TextContent:
+    """A text content block (``TextContent``); keywords are its other fields (``annotations``, ``meta``)."""
     return t.TextContent(text=value, **kw)
 
 
@@ -76,18 +78,25 @@ def _b64(data: bytes) -> str:
 
 
 def image(data: bytes, mime_type: str = "image/png") -> t.ImageContent:
+    """An image content block of ``data`` (base64-encoded for the wire)."""
     return t.ImageContent(data=_b64(data), mimeType=mime_type)
 
 
 def audio(data: bytes, mime_type: str = "audio/wav") -> t.AudioContent:
+    """An audio content block of ``data`` (base64-encoded for the wire)."""
     return t.AudioContent(data=_b64(data), mimeType=mime_type)
 
 
 def embedded(uri: str, value: str | bytes, mime_type: str | None = None) -> t.EmbeddedResource:
+    """A content block embedding the resource ``uri`` with ``value`` (text, or bytes as a blob)."""
     return t.EmbeddedResource(resource=resource_contents(uri, value, mime_type))
 
 
 def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.ResourceContents:
+    """``ResourceContents`` of ``uri``: a string as text (``text/plain``), bytes as a base64
+    blob (``application/octet-stream``), anything else as JSON (``application/json``);
+    ``mime_type`` overrides the type. A ``ResourceContents`` is returned as it is.
+    """
     if isinstance(value, t.ResourceContents):
         return value
     if isinstance(value, str):
@@ -154,11 +163,13 @@ class ToolDef:
         self.wire.meta = meta or UNSET
 
     def to_result(self, value: Any) -> t.CallToolResult:
+        """The ``tools/call`` result for the handler's return value (structured content when the
+        tool has an output schema; a ``CallToolResult`` passes through)."""
         if isinstance(value, t.CallToolResult):
             return value
         out = self.output
         if out is not None:
-            data = _to_builtins(value)
+            data = out.dump(value) if out.dump is not None else _to_builtins(value)
             structured = {"result": data} if out.wrap else data
             return t.CallToolResult(content=[t.TextContent(text=_json_text(structured))], structuredContent=structured)
         return t.CallToolResult(content=to_content(value))

@@ -111,7 +111,13 @@ class Registrations:
         return deco
 
     def add_tool(self, tool: ToolDef) -> None:
-        """Register a :class:`ToolDef`; its ``extensions`` options go to their (installed) extensions."""
+        """Register a prepared tool definition (what :meth:`tool` builds from a function).
+
+        A tool of the same name is replaced, and ``subscriptions/listen`` streams that opted in
+        are told the tool list changed. Raises ValueError for an invalid ``x-mcp-header``
+        annotation or extension options their extension refuses
+        (or that name an extension not installed); its ``extensions`` options go to their extensions.
+        """
         from ..protocol import headers
 
         try:
@@ -130,6 +136,7 @@ class Registrations:
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
+        """Remove the tool ``name`` (nothing happens when there is none); listeners are told the list changed."""
         if self._tools.pop(name, None) is not None:
             self._changed("tools")
 
@@ -174,6 +181,9 @@ class Registrations:
         return deco
 
     def remove_resource(self, uri: str) -> None:
+        """Remove the resource at ``uri``, or the resource template ``uri`` (nothing happens when there
+        is none); listeners are told the resource list changed.
+        """
         if self._resources.pop(uri, None) is not None or self._templates.pop(uri, None) is not None:
             self._changed("resources")
 
@@ -207,6 +217,7 @@ class Registrations:
         return deco
 
     def remove_prompt(self, name: str) -> None:
+        """Remove the prompt ``name`` (nothing happens when there is none); listeners are told the list changed."""
         if self._prompts.pop(name, None) is not None:
             self._changed("prompts")
 

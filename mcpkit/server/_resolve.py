@@ -44,7 +44,7 @@ def resolve_resource(resources: Mapping[str, ResourceDef], templates: Mapping[st
             args = msgspec.convert({k: v for k, v in vars_.items() if k in names}, tmpl.sig.args_type, strict=False)
         except msgspec.ValidationError:
             continue  # variables of the wrong type: this template does not name it
-        return tmpl, {n: getattr(args, n) for n in names}
+        return tmpl, {n: getattr(args, n) for n in names}  # the fields of the handler's own argument struct
     return None
 
 
@@ -70,6 +70,7 @@ def allowed(auth: Any, scopes: frozenset[str]) -> bool:
 
 
 def _field(params: Any, name: str) -> Any:
+    # A field by name of the typed params (a msgspec Struct of any method) or of a raw dict.
     return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
 
 

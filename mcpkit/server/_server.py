@@ -15,11 +15,12 @@ from ..protocol import codec, errors, inbound, subscriptions, versions
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.codec import Reply
-from ..transports._loading import hand_over
+from ..transports import Envelope, hand_over
 from ._bus import Bus, Change, ChangeKind, InMemoryBus
 from ._context import Emit
 from ._dispatch import Handler, MethodTable, Wrapper
 from ._dispatch import dispatch as dispatch_request
+from ._dispatch import serve as serve_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
 from ._once import MemoryUsedStates, UsedStates
@@ -31,8 +32,7 @@ from ._state import KeyRing, StateSealer
 if TYPE_CHECKING:
     from ..extensions import Extension
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
-    from ..transports._http_legacy import SessionStore
-    from ..transports._interface import Dispatcher, SendRaw
+    from ..transports import Dispatcher, SendRaw, SessionStore
     from ._legacy import LegacySession
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
@@ -161,18 +161,16 @@ class Server(Registrations):
     def use_bus(self, bus: Bus) -> None:
         """Fan change notifications out through ``bus`` (before serving; e.g. a Redis bus).
 
-        A bus with an async ``ready()`` (a shared one) is awaited before each
-        ``subscriptions/listen`` is acknowledged, so a listen is refused with a JSON-RPC
-        error, not left deaf, while the bus cannot receive changes.
+        Its ``ready()`` (a shared bus: it raises while the bus cannot receive changes) is
+        awaited before each ``subscriptions/listen`` is acknowledged, so a listen is refused
+        with a JSON-RPC error, not left deaf.
         """
         self.bus = bus
-        if getattr(bus, "ready", None) is not None and not self._bus_ready_wrapped:
+        if not self._bus_ready_wrapped:
             self._bus_ready_wrapped = True
 
             async def listen_when_ready(ctx: Any, params: Any, call_next: Handler) -> Any:
-                ready = getattr(self.bus, "ready", None)
-                if ready is not None:
-                    await ready()
+                await self.bus.ready()
                 return await call_next(ctx, params)
 
             self.wrap_method("subscriptions/listen", listen_when_ready)
@@ -320,9 +318,11 @@ class Server(Registrations):
         self._publish(Change("tools"))
 
     def notify_prompts_changed(self) -> None:
+        """Tell ``subscriptions/listen`` streams that opted in that the prompt list changed."""
         self._publish(Change("prompts"))
 
     def notify_resources_changed(self) -> None:
+        """Tell ``subscriptions/listen`` streams that opted in that the resource list changed."""
         self._publish(Change("resources"))
 
     def notify_resource_updated(self, uri: str) -> None:
@@ -330,9 +330,7 @@ class Server(Registrations):
         self._publish(Change("resource_updated", uri))
 
     def _publish(self, change: Change) -> None:
-        bus = getattr(self, "bus", None)
-        if bus is not None:
-            bus.publish(change)
+        self.bus.publish(change)
 
     def close_listeners(self) -> None:
         """End every open listen stream gracefully (e.g. before shutdown)."""
@@ -343,7 +341,26 @@ class Server(Registrations):
         return subscriptions.acknowledge(wanted, self._capability_names)
 
     # ---------------------------------------------------------------- what the server offers
+    def advertise(self, capabilities: t.ServerCapabilities | None) -> None:
+        """Advertise ``capabilities`` instead of what the registrations imply (a proxy
+        advertises its backend's); methods are gated on them as usual. None: follow the
+        registrations again."""
+        self._advertised = capabilities
+        self._refresh_capabilities()
+
+    def _advertised_capabilities(self, caps: t.ServerCapabilities) -> None:
+        names = {name for name in ("tools", "resources", "prompts", "completions")
+                 if getattr(caps, name) is not UNSET}
+        if caps.extensions is not UNSET:
+            names.update(f"extensions/{k}" for k in caps.extensions)
+        self._caps = caps
+        self._capability_names = frozenset(names)
+
     def _refresh_capabilities(self) -> None:
+        advertised: t.ServerCapabilities | None = getattr(self, "_advertised", None)
+        if advertised is not None:
+            self._advertised_capabilities(advertised)
+            return
         caps = t.ServerCapabilities()
         names = set()
         if self._tools:
@@ -360,7 +377,7 @@ class Server(Registrations):
             names.add("completions")
         if self.logging:
             caps.logging = {}
-        extensions = getattr(self, "_extensions", None)
+        extensions = self._extensions
         if extensions:
             caps.extensions = dict(extensions)
             names.update(f"extensions/{k}" for k in extensions)
@@ -410,11 +427,20 @@ class Server(Registrations):
         return tool.header_map if tool is not None else None
 
     # ================================================================ running
-    def run(self, transport: Literal["stdio", "http"] = "stdio", **kwargs: Any) -> None:
-        """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it."""
+    def run(self, transport: Literal["stdio", "http", "streamable-http"] = "stdio", **kwargs: Any) -> None:
+        """Serve forever (until stdin closes, for stdio); while ``mcpkit serve`` imports the file, hand over to it.
+
+        ``transport`` is ``"stdio"`` or ``"http"`` (Streamable HTTP, both eras; ``"streamable-http"``,
+        the official SDK's name for it, is the same)."""
+        if transport == "streamable-http":
+            transport = "http"
+        if transport not in ("stdio", "http"):
+            raise ValueError(f"unknown transport {transport!r}: choose 'stdio' or 'http' (Streamable HTTP; "
+                             "'streamable-http' is accepted too)")
         hand_over(self)
+        _auto_telemetry(self, transport)
         if transport == "stdio":
-            from ..transports._stdio_main import run_stdio_server
+            from ..transports import run_stdio_server
 
             run_stdio_server(self, **kwargs)
         elif transport == "http":
@@ -429,6 +455,7 @@ class Server(Registrations):
         ``self.auth`` unless another ``auth=`` is given)."""
         from ..transports.http import HttpApp
 
+        _auto_telemetry(self, "http")
         return HttpApp(self, path=path, **kwargs)
 
     def open_legacy_session(self, *, send: SendRaw | None = None, state: dict[str, Any] | None = None,
@@ -440,21 +467,27 @@ class Server(Registrations):
         return LegacySession(self, send=send, state=state, id_prefix=id_prefix)
 
     # ================================================================ dispatch
-    async def handle(self, req: codec.Request, emit: Emit | None = None) -> Reply:
-        """Check and answer one decoded request. Never raises except for cancellation."""
-        try:
-            checked = self.check(req)
-        except errors.MCPError as exc:
-            return Reply(codec.encode_error(req.id, exc), exc.code)
-        return await dispatch_request(self, self._chains, req, checked, emit, None, self._modern)
+    def serve(self, req: codec.Request, envelope: Envelope) -> Coroutine[Any, Any, Reply]:
+        """Answer one 2026-07-28 request (a coroutine: await it): the one call a transport
+        makes per request (see :func:`._dispatch.serve`)."""
+        return serve_request(self, self._chains, self._modern, req, envelope)
 
-    def check(self, req: codec.Request) -> inbound.Checked:
-        """Run the inbound ladder for ``req`` (raises MCPError)."""
+    def handle(self, req: codec.Request, emit: Emit | None = None) -> Coroutine[Any, Any, Reply]:
+        """Check and answer one decoded request (a coroutine: await it); no headers, no caller.
+        Never raises except for cancellation."""
+        return serve_request(self, self._chains, self._modern, req, Envelope(None, None, emit))
+
+    def check(self, req: codec.Request, headers: Mapping[str, str] | None = None, *,
+              scoped: bool = False) -> inbound.Checked:
+        """Run the inbound check for ``req`` (raises MCPError): the ladder, the header rules
+        when the HTTP ``headers`` are given, and with ``scoped`` the scopes it needs."""
         if req.method == "initialize" and not _has_modern_meta(req.params):
             # A legacy handshake: refuse it in a way that names what we do speak.
             raise self._initialize_refusal(req)
         return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names,
-                                     self._extra_methods or None)
+                                     self._extra_methods or None, headers=headers,
+                                     header_map=None if headers is None else self.tool_header_map,
+                                     scopes=self.required_scopes if scoped else None)
 
     def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
                     principal: str | None = None, auth: Any = None) -> Coroutine[Any, Any, Reply]:
@@ -482,6 +515,14 @@ class Server(Registrations):
             "there is no initialize handshake; send server/discover with params._meta"
         )
         return exc
+
+
+def _auto_telemetry(server: Server, transport: str) -> None:
+    """OpenTelemetry spans and metrics when the process has OpenTelemetry set up (see
+    :mod:`mcpkit.observability`; it imports nothing from OpenTelemetry otherwise)."""
+    from ..observability import auto_instrument
+
+    auto_instrument(server, transport)
 
 
 if TYPE_CHECKING:

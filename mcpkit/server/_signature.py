@@ -17,6 +17,7 @@ from typing import Annotated, Any, get_args, get_origin
 import msgspec
 
 from ..protocol import types as t
+from . import _pydantic
 
 
 class Header:
@@ -114,7 +115,8 @@ def _inline_root(schema: dict[str, Any]) -> dict[str, Any]:
 class Signature:
     """What a handler needs: how to validate arguments, call, and describe itself."""
 
-    __slots__ = ("fn", "is_async", "args_type", "param_names", "ctx_name", "input_schema", "description", "param_docs", "fields")
+    __slots__ = ("fn", "is_async", "args_type", "param_names", "ctx_name", "input_schema", "description", "param_docs", "fields",
+                 "pydantic")
 
     def __init__(self, fn: Callable[..., Any], kind: str) -> None:
         self.fn = fn
@@ -126,6 +128,7 @@ class Signature:
             raise TypeError(f"cannot resolve the type hints of {fn.__qualname__}: {exc}") from exc
         self.ctx_name: str | None = None
         fields: list[tuple[Any, ...]] = []
+        pyd: dict[str, tuple[Any, Any]] = {}  # parameters Pydantic validates: name -> (annotation, default)
         for name, p in inspect.signature(fn).parameters.items():
             ann = hints.get(name, Any)
             if _is_context(ann):
@@ -135,7 +138,14 @@ class Signature:
                 raise TypeError(f"{fn.__qualname__}: *args and **kwargs cannot be described to a client")
             if p.kind is p.POSITIONAL_ONLY:
                 raise TypeError(f"{fn.__qualname__}: positional-only parameters are not supported")
-            ann = _normalize(ann, self.param_docs.get(name))
+            raw, ann = ann, _normalize(ann, self.param_docs.get(name))
+            if kind != "resource" and _pydantic.wants(raw, ann):
+                # msgspec only checks presence; Pydantic validates the value (after msgspec).
+                pyd[name] = (raw, _pydantic.MISSING if p.default is p.empty else p.default)
+                ann = Any
+                if p.default is not p.empty:
+                    fields.append((name, ann, msgspec.UNSET))
+                    continue
             if p.default is p.empty:
                 fields.append((name, ann))
             else:
@@ -148,6 +158,13 @@ class Signature:
         schema = _inline_root(msgspec.json.schema(self.args_type))
         if not fields and kind == "tool":
             schema = {"type": "object", "additionalProperties": False}
+        self.pydantic: _pydantic.PydanticArgs | None = None
+        if pyd:
+            try:
+                self.pydantic = _pydantic.PydanticArgs(pyd)
+                self.pydantic.patch_schema(schema, self.param_docs)
+            except Exception as exc:  # neither msgspec nor Pydantic can describe a parameter
+                raise TypeError(f"{fn.__qualname__}: a parameter's type cannot be described: {exc}") from exc
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
         if not schema.get("required", True):
@@ -164,7 +181,10 @@ class Signature:
             if fixed is arguments:
                 raise
             args = msgspec.convert(fixed or {}, self.args_type)
-        return {n: getattr(args, n) for n in self.param_names}
+        values = {n: getattr(args, n) for n in self.param_names}  # the fields of the user function's argument struct
+        if self.pydantic is not None:
+            self.pydantic.validate(values)
+        return values
 
 
 def _whole_floats_to_int(value: Any) -> Any:
@@ -188,28 +208,37 @@ def _camel(name: str) -> str:
 class Output:
     """How a tool's return value becomes a CallToolResult."""
 
-    __slots__ = ("schema", "wrap", "structured")
+    __slots__ = ("schema", "wrap", "structured", "dump")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.schema: dict[str, Any] | None = None
         self.wrap = False
         self.structured = False
+        #: Turns the return value into JSON-able builtins when msgspec cannot (a Pydantic type).
+        self.dump: Callable[[Any], Any] | None = None
         try:
             ret = typing.get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
         except Exception:
             ret = inspect.Signature.empty
+        raw = ret
         if get_origin(ret) is Annotated:
             ret = get_args(ret)[0]
         if ret is inspect.Signature.empty or ret is Any or ret is None or ret is type(None):
             return
         if ret is str or _is_content_type(ret):
             return
-        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):
+        if getattr(ret, "__origin__", None) in (typing.Awaitable, typing.Coroutine):  # the user's return annotation
             return
-        try:
-            schema = _inline_root(msgspec.json.schema(ret))
-        except (TypeError, msgspec.EncodeError, ValueError):
-            return  # not describable (e.g. an arbitrary class): fall back to unstructured output
+        if _pydantic.wants(raw, ret):
+            found = _pydantic.output(raw)
+            if found is None:
+                return  # not describable by Pydantic either: unstructured output
+            schema, self.dump = _inline_root(found[0]), found[1]
+        else:
+            try:
+                schema = _inline_root(msgspec.json.schema(ret))
+            except (TypeError, msgspec.EncodeError, ValueError):
+                return  # not describable (e.g. an arbitrary class): fall back to unstructured output
         self.structured = True
         if schema.get("type") == "object":
             self.schema = schema

@@ -60,11 +60,11 @@ class KeyRing:
     """
 
     def __init__(self, keys: Iterable[str | bytes] | None = None) -> None:
-        from ._keys import derive, key_material, parse_env
+        from ._keys import derive, key_material, parse_state_keys
 
         if keys is None:
             env = os.environ.get("MCPKIT_STATE_KEYS")
-            raw = parse_env(env) if env and env.strip(" ,") else []
+            raw = parse_state_keys(env) if env and env.strip(" ,") else []
         else:
             raw = [key_material(k, index=i) for i, k in enumerate(keys, 1)]
         self.ephemeral = not raw
@@ -86,6 +86,7 @@ class KeyRing:
         return c
 
     def seal(self, payload: bytes) -> str:
+        """``payload`` encrypted and authenticated (AES-256-GCM) with ``keys[0]``, as unpadded base64url."""
         import base64
 
         nonce = os.urandom(12)
@@ -94,6 +95,9 @@ class KeyRing:
         return base64.urlsafe_b64encode(head + nonce + ct).decode().rstrip("=")
 
     def open(self, token: str) -> bytes:
+        """The payload of a token :meth:`seal` made with any key of the ring; StateError when the
+        token is not canonical base64url, names no key of the ring, or fails authentication.
+        """
         import base64
 
         # Canonical unpadded base64url only, exactly as seal() writes it. The lenient decoder

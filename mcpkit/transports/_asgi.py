@@ -69,6 +69,46 @@ async def respond_plain(send: Send, status: int, body: bytes) -> None:
 
 
 # ---------------------------------------------------------------------- event streams
+async def read_body(receive: Receive, send: Send, declared: str | None, limit: int) -> bytes | None:
+    """A request's whole body, or None when it is over ``limit`` bytes (answered with 413
+    here) or the client left. ``declared``: its ``Content-Length``, if any."""
+    if declared is not None:
+        try:
+            too_big = int(declared) > limit
+        except ValueError:
+            too_big = False
+        if too_big:
+            await _too_large(send, limit)
+            return None
+    msg = await receive()
+    body: bytes = msg.get("body", b"")
+    if not msg.get("more_body"):
+        if len(body) > limit:
+            await _too_large(send, limit)
+            return None
+        return body
+    chunks = [body]
+    size = len(body)
+    while msg.get("more_body"):
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            return None
+        chunk = msg.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            await _too_large(send, limit)
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    # Connection: close: the rest of the body is not wanted; the server drains a bounded
+    # amount of it before closing (a lingering close), instead of reading all of it.
+    await respond_error(send, 413, errors.invalid_request(f"the request body is larger than {limit} bytes"),
+                        headers=[(b"connection", b"close")])
+
+
 async def start_stream(send: Send, headers: list[Header] = sse.HEADERS) -> None:
     """Start a ``text/event-stream`` response (status 200; ``headers``: :data:`sse.HEADERS`)."""
     await send({"type": "http.response.start", "status": 200, "headers": headers})

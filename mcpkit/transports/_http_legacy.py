@@ -350,7 +350,7 @@ class LegacyEndpoint:
     async def deliver(self, sid: str, msg: codec.Message, send: Send, principal: Any = None) -> None:
         """A message for session ``sid``."""
         store = self.store
-        rid = getattr(msg, "id", None)
+        rid = None if isinstance(msg, codec.Notification) else msg.id
         try:
             entry = await self._owned(sid, principal, type(msg) is codec.Request)
         except errors.MCPError as exc:

@@ -8,11 +8,15 @@ protocols, which :class:`mcpkit.Server` and its legacy sessions satisfy.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..protocol import codec, errors, inbound
+from ..protocol import codec, errors
+from ._envelope import Envelope as Envelope
+
+if TYPE_CHECKING:
+    from ._http_legacy import SessionStore
 
 #: Sends one notification (method, params) on a request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -56,7 +60,8 @@ class LegacyPeer(Protocol):
 
 
 class Dispatcher(Protocol):
-    """The server as transports see it."""
+    """The server as transports see it: three settings, one call per request, and the
+    legacy sessions' factory."""
 
     @property
     def legacy(self) -> bool:
@@ -64,28 +69,28 @@ class Dispatcher(Protocol):
         ...
 
     @property
-    def supported_versions(self) -> tuple[str, ...]: ...
-
-    def check(self, req: codec.Request) -> inbound.Checked:
-        """Run the inbound ladder (raises ``MCPError``)."""
+    def auth(self) -> Authenticator | None:
+        """The server's own OAuth protection for HTTP (None: open), unless the app is given another."""
         ...
 
-    async def run_checked(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
-                          principal: str | None = None, auth: Any = None) -> codec.Reply:
-        """Answer a modern request that passed :meth:`check`; never raises but for cancellation.
-        ``auth`` is the authenticated caller (an :class:`AuthPrincipal`), ``principal`` its key."""
+    @property
+    def session_store(self) -> SessionStore | None:
+        """Where legacy HTTP sessions live when workers share them (None: this process)."""
+        ...
+
+    def serve(self, req: codec.Request, envelope: Envelope) -> Coroutine[Any, Any, codec.Reply]:
+        """Answer one modern request: the inbound check (the header rules too, when the
+        envelope has headers), the scopes its caller needs, then its handler.
+
+        Never raises but for cancellation and :class:`~mcpkit.protocol.errors.InsufficientScope`
+        (the envelope's principal lacks scopes the request needs; raised before anything runs).
+        A reply that failed the check is marked ``rejected``.
+        """
         ...
 
     def required_scopes(self, method: str, params: Any) -> Collection[str]:
-        """The OAuth scopes one request needs (its tool, resource, prompt or method's own)."""
-        ...
-
-    async def handle(self, req: codec.Request, emit: Emit | None = None) -> codec.Reply:
-        """:meth:`check` then :meth:`run_checked`."""
-        ...
-
-    def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:
-        """The ``x-mcp-header`` annotations of a tool, for checking ``Mcp-Param-*`` headers."""
+        """The OAuth scopes a request needs, from its raw params (a 401 challenge names them;
+        a legacy session request is authorized with them before it is delivered)."""
         ...
 
     def open_legacy_session(self, *, send: SendRaw | None = None, state: dict[str, Any] | None = None,
@@ -113,6 +118,15 @@ class AuthPrincipal(Protocol):
         caller has no identity to bind to (then every binding is refused, never shared)."""
         ...
 
+    @property
+    def list_all(self) -> bool:
+        """Lists show everything, whatever the scopes (else only what the caller may use)."""
+        ...
+
+    def allows(self, needed: Collection[str]) -> bool:
+        """Whether the caller's scopes cover every scope in ``needed``."""
+        ...
+
 
 @dataclass(slots=True)
 class AuthRefusal:
@@ -131,6 +145,16 @@ class AuthRefusal:
 
 class Authenticator(Protocol):
     """Guards an HTTP endpoint with OAuth access tokens (``mcpkit.auth.server.ResourceServerAuth``)."""
+
+    @property
+    def resource(self) -> str | None:
+        """The configured canonical URL of the endpoint (None: the app works it out)."""
+        ...
+
+    @property
+    def serve_root_metadata(self) -> bool:
+        """Whether the metadata is also served at the root well-known URL (no path suffix)."""
+        ...
 
     def resource_url(self, scheme: str, host: str | None, path: str) -> str:
         """The canonical URL of the endpoint at ``path``: the configured one, else built from

@@ -14,13 +14,16 @@ address of the socket the request came in on (``scope["server"]``). A wildcard b
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._interface import Authenticator, Dispatcher
 
 
-def serving_auth(server: Any, auth: Any = None) -> Any:
+def serving_auth(server: Dispatcher, auth: Authenticator | None = None) -> Authenticator | None:
     """The authenticator an HTTP app for ``server`` applies: ``auth`` when given, else the
     server's own (``Server(auth=...)``); ``None`` (open) only when neither is set."""
-    return auth if auth is not None else getattr(server, "auth", None)
+    return auth if auth is not None else server.auth
 
 
 def is_wildcard(host: str) -> bool:
@@ -69,14 +72,14 @@ def bound_resource(host: str, port: int, path: str, sockets: list[Any] | None = 
     return endpoint_url("http", host, port, path)
 
 
-def fixed_resource(auth: Any, public_url: str | None, any_host: bool) -> str | None:
+def fixed_resource(auth: Authenticator | None, public_url: str | None, any_host: bool) -> str | None:
     """The resource URL an app with ``auth`` protects when it is fixed: the auth's own
     ``resource=``, else ``public_url``; None: each request's socket names it. Raises
     ValueError when the two disagree, or for ``allowed_hosts=['*']`` without either (behind a
     proxy, what ``'*'`` is for, the socket's address is not the URL clients use)."""
     if auth is None:
         return None
-    own = getattr(auth, "resource", None)
+    own = auth.resource
     public = public_url.rstrip("/") if public_url else None
     if own and public and own.rstrip("/") != public:
         raise ValueError(f"the auth names resource={own!r}; a different public_url ({public!r}) cannot apply")
@@ -86,13 +89,13 @@ def fixed_resource(auth: Any, public_url: str | None, any_host: bool) -> str | N
     return fixed
 
 
-def bind(server: Any, app_options: dict[str, Any], host: str, port: int, path: str,
+def bind(server: Dispatcher, app_options: dict[str, Any], host: str, port: int, path: str,
          sockets: list[Any] | None) -> None:
     """Fix the audience of the app ``run_http_server`` builds from ``app_options``: when the
     auth that applies names no ``resource=`` and no ``public_url`` is given, the bound address
     becomes ``public_url`` (ValueError for a wildcard address)."""
     auth = serving_auth(server, app_options.get("auth"))
-    if auth is not None and getattr(auth, "resource", None) is None and not app_options.get("public_url"):
+    if auth is not None and auth.resource is None and not app_options.get("public_url"):
         app_options["public_url"] = bound_resource(host, port, path, sockets)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import codec, routing
+from ._envelope import BARE
 
 if TYPE_CHECKING:  # (at run time this module must not import asyncio, which _interface does)
     from ._interface import Dispatcher, LegacyPeer
@@ -119,7 +120,7 @@ def _answer_now(server: Dispatcher, line: bytes, write: Callable[[bytes], None],
     # when the request carries _meta). Handing over re-feeds the line, which says it again.
     if opening.router.receive_request(msg) is not routing.SERVE_MODERN:
         return False
-    coro = server.handle(msg)
+    coro = server.serve(msg, BARE)
     try:
         coro.send(None)
     except StopIteration as done:

@@ -18,7 +18,7 @@ from typing import Any, assert_never
 from ..protocol import codec, errors, routing
 from ..protocol.routing import ServeModern
 from . import _stdio_main
-from ._interface import Dispatcher, LegacyPeer
+from ._interface import Dispatcher, Envelope, LegacyPeer
 from ._stdio_main import Opening, Out, claim_stdout, run_stdio_server  # noqa: F401 (re-exported)
 
 log = logging.getLogger("mcpkit.stdio")
@@ -143,7 +143,7 @@ class StdioServerSession:
             write(encode(method, params))
 
         try:
-            reply = await self.server.handle(req, emit)
+            reply = await self.server.serve(req, Envelope(None, None, emit))
         except asyncio.CancelledError:
             return  # cancelled: nothing more is sent for this id
         finally:

@@ -24,9 +24,20 @@ import httpx
 import pytest
 
 from mcpkit import Client, Server
-from mcpkit.auth import FileTokenStorage, LoopbackRedirect, OAuth, OAuthError, follow_redirects
-from mcpkit.auth import _urls as U
-from mcpkit.auth._urlguard import check_url
+from mcpkit.auth import (
+    AuthorizationCode,
+    ClientCredentials,
+    FileTokenStorage,
+    Grant,
+    LoopbackRedirect,
+    Network,
+    OAuth,
+    OAuthError,
+    Registration,
+    follow_redirects,
+)
+from mcpkit.client.oauth import _urls as U
+from mcpkit.client.oauth._urlguard import check_url
 from tests.helpers.aio import read_body, run, until
 from tests.helpers.cli import mcpkit
 from tests.helpers.oidc import ThreadedServer
@@ -132,11 +143,16 @@ def other() -> Any:
     s.stop()
 
 
-def _oauth(stack: Stack, **kw: Any) -> OAuth:
-    kw.setdefault("authorizer", follow_redirects())
-    kw.setdefault("redirect_uri", "http://127.0.0.1:9/callback")
-    kw.setdefault("timeout", 2.0)
-    return OAuth(stack.url, **kw)
+def _oauth(stack: Stack, grant: Grant | str | None = None, *, network: Network | None = None, **kw: Any) -> OAuth:
+    if grant is None:
+        grant = AuthorizationCode(follow_redirects(), redirect_uri="http://127.0.0.1:9/callback")
+    return OAuth(stack.url, grant, network=network or Network(timeout=2.0), **kw)
+
+
+def _service(issuer: str | None = None) -> dict[str, Any]:
+    """The client credentials grant as the pre-registered client svc (its secret bound to ``issuer``)."""
+    return {"grant": ClientCredentials(), "registration": Registration(client_id="svc", client_secret=SECRET,
+                                                                          issuer=issuer)}
 
 
 async def _list(stack: Stack, oauth: OAuth) -> list[str]:
@@ -167,7 +183,7 @@ def test_cross_origin_resource_metadata_allowed_when_asked(stack: Stack, other: 
     other.url = stack.url
     other.authorization_servers = [stack.base]
     stack.resource_metadata = f"{other.base}/.well-known/oauth-protected-resource/mcp"
-    assert run(_list(stack, _oauth(stack, allow_cross_origin_metadata=True)), 30) == ["add"]
+    assert run(_list(stack, _oauth(stack, network=Network(timeout=2.0, allow_cross_origin_metadata=True))), 30) == ["add"]
     assert "/.well-known/oauth-protected-resource/mcp" in other.paths()
 
 
@@ -182,7 +198,7 @@ def test_authorization_server_on_a_private_address_is_refused(stack: Stack, name
 
 def test_endpoint_on_a_private_address_is_refused_before_the_secret_is_sent(stack: Stack) -> None:
     stack.meta_overrides = {"token_endpoint": "https://10.1.2.3/token"}
-    oauth = _oauth(stack, grant="client_credentials", client_id="svc", client_secret=SECRET, issuer=stack.base)
+    oauth = _oauth(stack, **_service(stack.base))
     err = _fails(oauth.authorize())
     assert err.error == "url_refused" and "token_endpoint" in str(err)
 
@@ -277,17 +293,17 @@ def test_loopback_is_an_address_or_localhost_not_a_prefix() -> None:
 
 def test_loopback_lookalike_hosts_get_no_plain_http(stack: Stack) -> None:
     stack.meta_overrides = {"token_endpoint": "http://127.0.0.1.attacker.example/token"}
-    oauth = _oauth(stack, grant="client_credentials", client_id="svc", client_secret=SECRET, issuer=stack.base)
+    oauth = _oauth(stack, **_service(stack.base))
     err = _fails(oauth.authorize())
     assert err.error == "insecure_transport" and "127.0.0.1.attacker.example" in str(err)
     # The MCP server itself on such a name: refused before any request.
-    err = _fails(OAuth("http://127.0.0.1.attacker.example/mcp", timeout=1.0).authorize())
+    err = _fails(OAuth("http://127.0.0.1.attacker.example/mcp", network=Network(timeout=1.0)).authorize())
     assert err.error == "insecure_transport" and "the MCP server" in str(err)
 
 
 # ====================================================================== 13: credentials stay with their issuer
 def test_a_secret_without_an_issuer_is_refused_before_it_is_sent(stack: Stack) -> None:
-    oauth = _oauth(stack, grant="client_credentials", client_id="svc", client_secret=SECRET)
+    oauth = _oauth(stack, **_service())
     err = _fails(oauth.authorize())
     assert err.error == "issuer_required" and "issuer=" in str(err) and "--issuer" in str(err)
     assert not stack.sent_secret() and "/token" not in stack.paths()
@@ -295,7 +311,9 @@ def test_a_secret_without_an_issuer_is_refused_before_it_is_sent(stack: Stack) -
 
 @pytest.mark.parametrize("grant", ["client_credentials", "authorization_code"])
 def test_a_secret_bound_to_another_issuer_is_refused_before_anything_is_sent(stack: Stack, grant: str) -> None:
-    oauth = _oauth(stack, grant=grant, client_id="svc", client_secret=SECRET, issuer="https://as.example.com")
+    # The older spelling (a grant by name, flat registration keywords) is held to the same rule.
+    oauth = _oauth(stack, grant, client_id="svc", client_secret=SECRET, issuer="https://as.example.com",
+                   redirect_uri="http://127.0.0.1:9/callback", authorizer=follow_redirects())
     err = _fails(_list(stack, oauth))
     assert err.error == "issuer_changed" and "https://as.example.com" in str(err) and "mix-up" in str(err)
     assert not stack.sent_secret()
@@ -304,21 +322,20 @@ def test_a_secret_bound_to_another_issuer_is_refused_before_anything_is_sent(sta
 
 def test_the_binding_is_kept_with_the_token_and_enforced_later(stack: Stack, tmp_path: Any) -> None:
     store = tmp_path / "oauth.json"
-    kw: dict[str, Any] = {"grant": "client_credentials", "client_id": "svc", "client_secret": SECRET}
-    run(_oauth(stack, issuer=stack.base + "/", storage=FileTokenStorage(store), **kw).authorize(), 30)
+    run(_oauth(stack, storage=FileTokenStorage(store), **_service(stack.base + "/")).authorize(), 30)
     record = json.loads(store.read_text())["tokens"][stack.url]
     assert record["client_id"] == "svc" and record["issuer"] == stack.base
     # A later run without issuer= takes the binding from the store...
-    run(_oauth(stack, storage=FileTokenStorage(store), **kw).authorize(force=True), 30)
+    run(_oauth(stack, storage=FileTokenStorage(store), **_service()).authorize(force=True), 30)
     assert [p for p in stack.paths() if p.endswith("/token")] == ["/token", "/token"]
     # ...and refuses when the server now names another authorization server.
     stack.authorization_servers = [stack.base + "/as2"]
-    err = _fails(_oauth(stack, storage=FileTokenStorage(store), **kw).authorize(force=True))
+    err = _fails(_oauth(stack, storage=FileTokenStorage(store), **_service()).authorize(force=True))
     assert err.error == "issuer_changed" and "/as2/token" not in stack.paths()
 
 
 def test_a_public_client_id_is_bound_on_first_use(stack: Stack) -> None:
-    oauth = _oauth(stack, client_id="public-app")
+    oauth = _oauth(stack, registration=Registration(client_id="public-app"))
     assert run(_list(stack, oauth), 30) == ["add"]
     stack.authorization_servers = [stack.base + "/as2"]
     stack.valid.clear()
@@ -404,7 +421,7 @@ def test_a_matching_error_callback_ends_the_login_with_the_error_as_data(stack: 
         assert answer.status_code == 200
 
     async def go() -> None:
-        oauth = OAuth(stack.url, authorizer=loop, redirect_uri=loop.redirect_uri, timeout=5.0)
+        oauth = OAuth(stack.url, AuthorizationCode(loop, redirect_uri=loop.redirect_uri), network=Network(timeout=5.0))
         person = asyncio.ensure_future(browser())
         try:
             with pytest.raises(OAuthError) as info:
@@ -431,7 +448,7 @@ def test_the_real_callback_after_a_stray_one_completes_the_login(stack: Stack) -
             assert (await http.get(location)).status_code == 200
 
     async def go() -> None:
-        oauth = OAuth(stack.url, authorizer=loop, redirect_uri=loop.redirect_uri, timeout=5.0)
+        oauth = OAuth(stack.url, AuthorizationCode(loop, redirect_uri=loop.redirect_uri), network=Network(timeout=5.0))
         person = asyncio.ensure_future(browser())
         try:
             assert await _list(stack, oauth) == ["add"]

@@ -8,7 +8,7 @@ appended to LOGFILE as one JSON line (``{"method": ..., "id": ..., "params": ...
 test can count probes and handshakes.
 
 Modes:
-  legacy-32601 | legacy-32600 | legacy-32602 | legacy-32000
+  legacy-32601 | legacy-32600 | legacy-32602 | legacy-32603 | legacy-32000
       a 2025-11-25 server: any request before ``initialize`` (``server/discover`` included)
       is answered with that error code (-32000 says "Server not initialized").
   legacy-silent
@@ -30,6 +30,15 @@ Modes:
       answers ``initialize`` (a dual-era implementation configured for 2025-11-25 only).
   dual
       ``modern``, and ``initialize`` is answered too (2025-11-25).
+  modern-discover-fails
+      ``modern``, but ``server/discover`` fails inside the server (-32603).
+
+A modern mode refuses ``initialize`` with -32600 once it has answered a modern request (as
+mcpkit's own stdio server does: the session already speaks 2026-07-28).
+
+``MODE+slow=SECONDS`` sleeps that long before reading anything (a server busy starting);
+``MODE+slowonce=SECONDS`` only on the first start for this LOGFILE (a first ``uvx`` run).
+Each log line carries the ``pid`` of the process that received it.
 
 In either era it serves one tool ``echo`` (``{"message"}`` -> "Echo: <message>"), one
 resource ``mem://greeting`` and one prompt ``greet``.
@@ -38,7 +47,9 @@ resource ``mem://greeting`` and one prompt ``greet``.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -50,6 +61,15 @@ if arg_mode.startswith("@"):
         MODE = f.read().strip()
 else:
     MODE = arg_mode
+SLOW = 0.0
+if "+" in MODE:
+    MODE, _, option = MODE.partition("+")
+    name, _, seconds = option.partition("=")
+    first_start = not os.path.exists(log_path + ".started")
+    with open(log_path + ".started", "a", encoding="utf-8"):
+        pass
+    if name == "slow" or (name == "slowonce" and first_start):
+        SLOW = float(seconds)
 IS_LEGACY = MODE.startswith("legacy")
 
 TOOLS = [{
@@ -67,7 +87,7 @@ stdout = sys.stdout.buffer
 def log(msg: dict) -> None:
     with open(log_path, "a", encoding="utf-8") as f:
         f.write(json.dumps({"method": msg.get("method"), "id": msg.get("id"), "params": msg.get("params"),
-                            "response": "method" not in msg}) + "\n")
+                            "response": "method" not in msg, "pid": os.getpid()}) + "\n")
 
 
 def send(obj: dict) -> None:
@@ -177,6 +197,8 @@ def initialize_result() -> dict:
 
 def main() -> None:
     initialized = False
+    spoke_modern = False
+    time.sleep(SLOW)
     while True:
         msg = read_message()
         if msg is None:
@@ -194,16 +216,20 @@ def main() -> None:
             elif not initialized:
                 if MODE == "legacy-silent":
                     continue
-                code = {"legacy-32600": -32600, "legacy-32602": -32602, "legacy-32000": -32000}.get(MODE, -32601)
-                message = {-32600: "Invalid Request", -32602: "Invalid params", -32000: "Server not initialized",
-                           -32601: f"Method not found: {method}"}[code]
+                code = {"legacy-32600": -32600, "legacy-32602": -32602, "legacy-32603": -32603,
+                        "legacy-32000": -32000}.get(MODE, -32601)
+                message = {-32600: "Invalid Request", -32602: "Invalid params", -32603: "Internal error",
+                           -32000: "Server not initialized", -32601: f"Method not found: {method}"}[code]
                 error(id, code, message)
             else:
                 serve(msg)
             continue
         # modern
         if method == "initialize":
-            if MODE in ("dual", "modern-legacyonly"):
+            if spoke_modern:
+                error(id, -32600, f"this stdio session already speaks {MODERN} (per-request _meta); "
+                      "initialize is not accepted now")
+            elif MODE in ("dual", "modern-legacyonly"):
                 initialized = True
                 result(id, initialize_result())
             else:
@@ -221,7 +247,10 @@ def main() -> None:
         if version is None:
             error(id, -32602, "missing _meta protocol version")
             continue
-        if method == "server/discover":
+        spoke_modern = MODE != "dual"  # (the dual fake stays lenient)
+        if method == "server/discover" and MODE == "modern-discover-fails":
+            error(id, -32603, "Internal error: discover exploded (the instructions callable raised)")
+        elif method == "server/discover":
             result(id, {"resultType": "complete", "supportedVersions": [MODERN], "capabilities": CAPS,
                         "ttlMs": 0, "cacheScope": "private", "instructions": f"I am {MODE}.",
                         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": f"era-fake-{MODE}", "version": "1.0"}}})

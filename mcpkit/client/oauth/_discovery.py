@@ -1,5 +1,5 @@
 """Where to look for metadata (RFC 9728, RFC 8414, OpenID Connect Discovery), and the checks
-on what comes back. Pure: URL arithmetic only, the fetching is in ``_oauth``."""
+on what comes back. Pure: URL arithmetic only, the fetching is in ``_metadata``."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def token_header(token: str, *, max_length: int = MAX_TOKEN_LENGTH) -> dict[str,
     """The protected header of a compact JWS (not verified), or InvalidToken.
 
     Sizes and nesting are capped before anything is decoded, and ``alg``, ``typ`` and
-    ``kid`` must be strings (see :func:`mcpkit.auth.server._compact.parse_compact`).
+    ``kid`` must be strings (see :func:`mcpkit.server.auth._compact.parse_compact`).
     """
     try:
         return parse_compact(token, max_length=max_length)[0]

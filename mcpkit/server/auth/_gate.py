@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...protocol import errors
-from ...transports._interface import AuthRefusal
+from ...transports import AuthRefusal
 from ._compact import MAX_TOKEN_LENGTH
 from ._dpop import DPoPChecker
 from ._principal import InvalidToken, Principal, ScopeRule, TokenRequest, TokenVerifier, exact_scopes
@@ -98,6 +98,8 @@ class ResourceServerAuth:
         if list_mode not in ("filter", "all"):
             raise ValueError("list_mode must be 'filter' or 'all'")
         self.verifier = verifier
+        # The verifier may be the user's own (a TokenVerifier needs only verify()); one that has
+        # an ``issuer`` (mcpkit's JWTVerifier, or yours) names the authorization server.
         issuer = issuer or getattr(verifier, "issuer", None)
         servers = list(authorization_servers) if authorization_servers is not None else ([issuer] if issuer else [])
         if not servers:

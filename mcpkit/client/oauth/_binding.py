@@ -3,7 +3,7 @@
 A client secret or private key registered with authorization server A must never reach
 another one: a hostile or compromised MCP server could name its own authorization server
 ("mix-up") and collect the credentials. So the credentials carry their issuer: given by the
-user (``OAuth(issuer=...)``, ``mcpkit login --issuer``), or remembered from an earlier
+user (``Registration(issuer=...)``, ``mcpkit login --issuer``), or remembered from an earlier
 login in the token store (the token record keeps ``client_id`` beside the ``issuer`` that
 issued it). A confidential client (a secret or a private key) without either is refused:
 there is nothing to tell a genuine authorization server from a planted one. A public client

@@ -3,7 +3,7 @@ carry tokens or secrets."""
 
 from __future__ import annotations
 
-from ..errors import OAuthError as OAuthError
+from ...errors import OAuthError as OAuthError
 
 __all__ = ["OAuthError"]
 

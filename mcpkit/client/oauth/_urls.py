@@ -54,7 +54,7 @@ class Refusal:
 
 @dataclass(frozen=True)
 class UrlPolicy:
-    """What the user allows (the ``OAuth(...)`` options of the same names)."""
+    """What the user allows (the :class:`~mcpkit.auth.Network` options of the same names)."""
 
     server_url: str
     allow_http: bool = False

@@ -1,0 +1,187 @@
+"""``mcpkit proxy``: re-serve any MCP server, of either era, to clients of both eras.
+
+- ``mcpkit proxy --http [--port P] -- COMMAND [ARGS...]``: a stdio server as a Streamable HTTP endpoint;
+- ``mcpkit proxy --http URL``: an HTTP server re-served (era translation, auth in front);
+- ``mcpkit proxy URL``: a stdio server forwarding to a remote one (the way desktop hosts,
+  which only start stdio servers, reach remote servers), with the OAuth login of ``mcpkit login``.
+
+One startup line names the front, the backend and the backend's era. A backend that cannot be
+reached (or never answers ``initialize``) is one line and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from ._target import CliError, add_target_options, resolve_target, split_command
+
+PROG = "mcpkit proxy"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Serve the MCP server TARGET (a URL, FILE.py, or -- COMMAND [ARGS...]) again, "
+        "to 2026-07-28 and 2025-11-25 clients alike: over stdio by default, or Streamable HTTP with --http.",
+        epilog="examples: mcpkit proxy --http --port 9000 -- npx -y @modelcontextprotocol/server-everything   "
+               "mcpkit proxy https://mcp.example.com/mcp")
+    p.add_argument("positionals", nargs="*", metavar="TARGET")
+    p.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio (needs mcpkit[http])")
+    p.add_argument("--host", default="127.0.0.1", help="bind address for --http (default 127.0.0.1)")
+    p.add_argument("--port", default="8000", help="port for --http (default 8000)")
+    p.add_argument("--path", default="/mcp", help="the endpoint path for --http (default /mcp)")
+    p.add_argument("--allowed-host", action="append", metavar="HOST[:PORT]",
+                   help="a Host header to accept (repeatable; default: loopback names only)")
+    p.add_argument("--allowed-origin", action="append", metavar="ORIGIN",
+                   help="an Origin to accept (repeatable; default: loopback origins)")
+    p.add_argument("--ttl-ms", type=int, metavar="MS", help="ttlMs for a legacy backend's results (default 0)")
+    p.add_argument("--cache-scope", choices=("public", "private"),
+                   help="cacheScope for a legacy backend's results (default: private when protected, else public)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up connecting to the backend after this long (default 10)")
+    auth = p.add_argument_group("protecting the front (--http; needs mcpkit[oauth])")
+    auth.add_argument("--auth-issuer", metavar="URL", help="accept JWT access tokens from this authorization server")
+    auth.add_argument("--auth-audience", metavar="URL", help="the audience tokens must name (default: this URL)")
+    auth.add_argument("--auth-scope", action="append", metavar="SCOPE", help="a scope every request needs")
+    auth.add_argument("--auth-introspect", metavar="URL", help="check tokens at this RFC 7662 endpoint instead")
+    auth.add_argument("--auth-no-typ-check", action="store_true", help="accept JWTs without typ: at+jwt")
+    auth.add_argument("--public-url", metavar="URL", help="the URL clients use, behind a reverse proxy")
+    add_target_options(p, timeout=600.0)
+    return p
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CliError(f"--port {text!r} is not a port number", 2) from None
+    if not 0 <= value <= 65535:
+        raise CliError(f"--port {value} is out of range (0-65535)", 2)
+    return value
+
+
+class _Stop(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def main(argv: list[str]) -> int:
+    before, command = split_command(argv)
+    p = parser()
+    ns = p.parse_args(before)
+    try:
+        port = _port(ns.port)
+        target = resolve_target(list(ns.positionals), command, ns)
+        if not ns.http and (ns.auth_issuer or ns.auth_introspect):
+            raise CliError("--auth-* protects an HTTP front: add --http (stdio is never authenticated)", 2)
+    except CliError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return exc.code
+    out_fd = None
+    if not ns.http:
+        from ..transports import claim_stdout
+
+        out_fd = claim_stdout()  # nothing but MCP may reach our stdout from here on
+    return _run(ns, target, port, out_fd)
+
+
+def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> int:
+    from ..errors import MCPError, TransportError
+    from ..proxy import proxy
+    from ._target import describe_error
+
+    options: dict[str, Any] = {"connect_timeout": ns.connect_timeout, "call_timeout": target.timeout,
+                               "ttl_ms": ns.ttl_ms, "cache_scope": ns.cache_scope, "label": target.label}
+    if target.url is not None:
+        from ._target import require_http_extra
+
+        try:
+            require_http_extra()
+            client_auth = target.auth()
+        except CliError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 1
+        backend: Any = target.url
+        if target.headers:
+            options["headers"] = target.headers
+        if client_auth is not None:
+            options["client_auth"] = client_auth
+    else:
+        backend = target.argv
+        if target.headers or target.bearer:
+            print(f"{PROG}: --header and --bearer are for http(s) URLs; use -e KEY=VAL for a stdio server",
+                  file=sys.stderr)
+            return 2
+        if target.env:
+            import os
+
+            options["env"] = {**os.environ, **target.env}
+    auth = public_url = None
+    if ns.http:
+        from ._serve_auth import plan_auth
+
+        ns.spec = target.label
+        plan = plan_auth(ns, None)
+        if isinstance(plan, str):
+            print(f"{PROG}: {plan}", file=sys.stderr)
+            return 2
+        auth, public_url = plan
+        options["auth"] = auth
+    try:
+        server = proxy(backend, **options)
+    except (MCPError, TransportError, OSError, ValueError, TimeoutError) as exc:
+        print(f"{PROG}: {target.label}: {describe_error(exc, ns.connect_timeout)}", file=sys.stderr)
+        return 1
+    try:
+        return _serve(ns, server, port, auth, public_url, out_fd)
+    finally:
+        server.close()
+
+
+def startup_line(server: Any, where: str, auth: Any = None) -> str:
+    from ._serve import startup_line as serving
+
+    b = server.backend
+    kind = "HTTP" if isinstance(b.target, str) else "stdio"
+    return f"{PROG}: {serving(server, where, auth)} for {b.label} ({b.era} {b.version} backend over {kind})"
+
+
+def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url: str | None,
+           out_fd: int | None) -> int:
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _Stop(signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        if not ns.http:
+            from ..transports import run_stdio_server
+
+            print(startup_line(server, "stdio"), file=sys.stderr, flush=True)
+            run_stdio_server(server, out_fd=out_fd)
+            return 0
+        from ..transports.http import run_http_server
+        from ._serve import _hostport
+
+        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth}
+        if public_url:
+            options["public_url"] = public_url
+        if ns.allowed_host:
+            options["allowed_hosts"] = ns.allowed_host
+        if ns.allowed_origin:
+            options["allowed_origins"] = ns.allowed_origin
+        print(startup_line(server, f"http://{_hostport(ns.host, port)}{ns.path}", auth), file=sys.stderr, flush=True)
+        try:
+            run_http_server(server, **options)
+        except ValueError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2
+    except (_Stop, KeyboardInterrupt) as stop:
+        signum = stop.signum if isinstance(stop, _Stop) else signal.SIGINT
+        print(f"{PROG}: stopped ({signal.Signals(signum).name})", file=sys.stderr, flush=True)
+    except SystemExit as exc:  # uvicorn exits 1 when it cannot start
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0

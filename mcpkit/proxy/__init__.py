@@ -1,0 +1,123 @@
+"""A proxy: any MCP server (stdio command, ``http(s)`` URL, in-process ``Server``; either era)
+re-served as an mcpkit :class:`~mcpkit.Server` to clients of both eras.
+
+    from mcpkit.proxy import proxy
+
+    server = proxy(["node", "server-everything/dist/index.js", "stdio"])
+    server.run("http", port=8000)          # or server.run() for stdio, or server.http_app()
+
+:func:`proxy` connects to the backend first (its loop runs on a daemon thread), so the front
+advertises exactly what the backend has, then returns a :class:`ProxyServer` whose tools,
+resources, templates, prompts, completions and list changes forward to it. Era translation:
+
+- a 2026-07-28 front client gets a legacy backend's server-to-client requests (elicitation,
+  sampling, roots) as ``input_required``; its retry answers the waiting backend request, kept
+  in this process under an unguessable id sealed in the ``requestState`` (bounded, expiring,
+  bound to the caller). Several workers need sticky routing for such retries;
+- a 2025-11-25 front client gets them (and a modern backend's ``input_required``) as real
+  requests on its session;
+- the backend is told only the client capabilities the proxy can honour (``declare=``); a
+  front client that lacks one gets ``-32021`` and the backend's question an error, never a hang;
+- cache hints pass through from a modern backend; for a legacy one they come from ``ttl_ms``
+  and ``cache_scope`` (``private`` when the front has ``auth``, else ``public``);
+- progress and cancellation pass through; a backend failure is one JSON-RPC error. A stdio
+  backend that dies is restarted by the client's recovery rules (``restart=``).
+
+Front credentials are never passed to the backend: the backend connection carries its own
+(``headers=``, ``bearer_token=``, ``client_auth=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..server import Server
+from ._backend import Backend
+from ._front import STATE_KEY, Forwarder, front_capabilities
+
+__all__ = ["STATE_KEY", "Backend", "ProxyServer", "proxy"]
+
+
+class ProxyServer(Server):
+    """A :class:`~mcpkit.Server` that forwards to :attr:`backend` (made by :func:`proxy`)."""
+
+    backend: Backend
+    forwarder: Forwarder
+
+    def close(self) -> None:
+        """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
+        for call in self.forwarder.pending.clear():
+            self.forwarder._cancel(call)
+        self.backend.close()
+
+
+def proxy(
+    target: Any,
+    *,
+    name: str | None = None,
+    version: str | None = None,
+    ttl_ms: int | None = None,
+    cache_scope: str | None = None,
+    auth: Any = None,
+    declare: Sequence[str] = ("elicitation", "sampling", "roots"),
+    connect_timeout: float = 10.0,
+    request_timeout: float = 60.0,
+    call_timeout: float = 600.0,
+    pending_limit: int = 1000,
+    pending_ttl: float = 600.0,
+    restart: Any = True,
+    headers: Mapping[str, str] | None = None,
+    bearer_token: str | None = None,
+    client_auth: Any = None,
+    env: dict[str, str] | None = None,
+    stderr: Any = None,
+    mode: str = "auto",
+    label: str | None = None,
+    **server_options: Any,
+) -> ProxyServer:
+    """Connect to ``target`` and return a Server that forwards to it (see the module docstring).
+
+    ``target``: a command line (list, or string split like a shell), an ``http(s)://`` URL or
+    a ``Server``. ``name``/``version`` default to the backend's ``serverInfo``. ``auth``
+    protects the front (``mcpkit.auth.server.ResourceServerAuth``); ``headers``,
+    ``bearer_token`` and ``client_auth`` (an :class:`mcpkit.client.Auth`) authenticate the
+    proxy to an HTTP backend. ``connect_timeout`` bounds the connection (a backend that never
+    answers ``initialize`` raises :class:`~mcpkit.errors.TransportError`), ``request_timeout``
+    each list/completion, ``call_timeout`` each tool call, prompt or read (questions included).
+    ``pending_limit``/``pending_ttl`` bound the backend calls waiting for an MRTR retry.
+    Other keyword arguments go to :class:`~mcpkit.Server` (``state_keys``, ``page_size``...).
+    """
+    if pending_limit < 1 or pending_ttl <= 0:
+        raise ValueError("pending_limit must be at least 1 and pending_ttl positive")
+    if cache_scope not in (None, "public", "private"):
+        raise ValueError("cache_scope must be 'public' or 'private'")
+    client_options: dict[str, Any] = {"restart": restart, "mode": mode}
+    for key, value in (("headers", headers), ("bearer_token", bearer_token), ("auth", client_auth),
+                       ("env", env), ("stderr", stderr)):
+        if value is not None:
+            client_options[key] = value
+    backend = Backend(target, connect_timeout=connect_timeout, request_timeout=request_timeout,
+                      call_timeout=call_timeout, declare=declare, label=label, **client_options)
+    backend.connect()
+    try:
+        card = backend.card
+        meta = card.get("_meta")
+        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
+        info = info if isinstance(info, dict) else {}
+        instructions = card.get("instructions")
+        server_options.setdefault("state_ttl", pending_ttl)
+        server = ProxyServer(name or str(info.get("name") or "mcpkit-proxy"),
+                             version or str(info.get("version") or "0"),
+                             instructions=instructions if isinstance(instructions, str) else None,
+                             auth=auth, **server_options)
+        server.advertise(front_capabilities(card.get("capabilities") or {}))
+        forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
+                              pending_limit=pending_limit, pending_ttl=pending_ttl)
+        forwarder.install()
+        server.backend = backend
+        server.forwarder = forwarder
+        return server
+    except BaseException:
+        backend.close()
+        raise

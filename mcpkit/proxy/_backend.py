@@ -1,0 +1,271 @@
+"""The proxy's backend: one :class:`~mcpkit.Client` to the server being fronted, on its own loop.
+
+It is connected before serving starts (so the front knows what the backend offers), speaks
+whichever era the backend does, and answers the backend's questions (a legacy session's
+server-to-client requests, or a modern backend's ``input_required``) by relaying them to the
+front request they belong to (:mod:`._pending`).
+
+Which front request a legacy backend's question belongs to: a stdio session carries no link
+between a server-to-client request and the request it serves. The question goes to the one
+forwarded request in flight; when several are in flight it goes to the latest only if they all
+come from the same caller, and is refused otherwise (never sent to someone else's client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import MCPError, NoAnswer, ProtocolError, RequestNotRetried, TransportError
+from ..protocol import errors
+from ..protocol import meta as M
+from ._bridge import LoopThread
+from ._pending import BackendCall, Event
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+log = logging.getLogger("mcpkit.proxy")
+
+_CURRENT: contextvars.ContextVar[BackendCall | None] = contextvars.ContextVar("mcpkit_proxy_call", default=None)
+
+#: Notifications that change what the front serves.
+CHANGE_NOTES = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
+                          "notifications/resources/list_changed", "notifications/resources/updated"})
+
+
+def describe_target(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    if isinstance(target, (list, tuple)):
+        return " ".join(str(a) for a in target)
+    name = getattr(target, "name", None)
+    return f"in-process server {name!r}" if name else repr(target)
+
+
+class Backend:
+    """The server behind the proxy (a command line, an ``http(s)`` URL or a ``Server``)."""
+
+    def __init__(self, target: Any, *, connect_timeout: float = 10.0, request_timeout: float = 60.0,
+                 call_timeout: float = 600.0, declare: Sequence[str] = ("elicitation", "sampling", "roots"),
+                 label: str | None = None, **client_options: Any) -> None:
+        for name in declare:
+            if name not in ("elicitation", "sampling", "roots"):
+                raise ValueError(f"declare: unknown client capability {name!r} (elicitation, sampling, roots)")
+        if connect_timeout <= 0 or request_timeout <= 0 or call_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        self.target = target
+        self.label = label or describe_target(target)
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.call_timeout = call_timeout
+        self.declare = tuple(declare)
+        self.client_options = client_options
+        self.client: Client | None = None
+        #: "modern" or "legacy", once connected.
+        self.era: str | None = None
+        #: The backend's card (a DiscoverResult; for a legacy backend, built from initialize).
+        self.card: dict[str, Any] = {}
+        self.version: str | None = None
+        #: Called (on the backend loop) with each change notification: (method, params).
+        self.on_change: Callable[[str, dict[str, Any]], None] | None = None
+        self.inflight: list[BackendCall] = []  # backend loop only
+        self.bridge: LoopThread | None = None
+        self._listener: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def connect(self) -> None:
+        """Start the backend loop and connect (blocking; raises the connection's error)."""
+        if self.bridge is None:
+            self.bridge = LoopThread()
+        try:
+            self.bridge.run_sync(self._connect(), self.connect_timeout + 5.0)
+        except BaseException:
+            self.close()
+            raise
+
+    async def _connect(self) -> None:
+        from ..client import Client
+
+        options: dict[str, Any] = {"timeout": self.connect_timeout, "probe_timeout": min(5.0, self.connect_timeout),
+                                   "cache": False, "on_notification": self._note, **self.client_options}
+        if "elicitation" in self.declare:
+            options.setdefault("elicitation", self._elicit)
+            options.setdefault("elicitation_modes", ("form", "url"))
+        if "sampling" in self.declare:
+            options.setdefault("sampling", self._sample)
+        if "roots" in self.declare:
+            options.setdefault("roots", self._roots)
+        client = Client(self.target, **options)
+        try:
+            await asyncio.wait_for(client.start(), self.connect_timeout)
+        except TimeoutError:
+            await client.close()
+            raise TransportError(f"{self.label}: no answer within {self.connect_timeout:g} s") from None
+        except BaseException:
+            await client.close()
+            raise
+        self.client = client
+        self.era = client.era
+        self.card = await client.discover_raw()
+        self.version = client.legacy_version if client.era == "legacy" else client.protocol_version
+        if client.era != "legacy":
+            self._listener = asyncio.ensure_future(self._listen())
+
+    async def _listen(self) -> None:
+        """A modern backend's list changes, from one ``subscriptions/listen`` stream."""
+        caps = self.card.get("capabilities") or {}
+
+        def changes(name: str) -> bool:
+            cap = caps.get(name)
+            return isinstance(cap, dict) and bool(cap.get("listChanged"))
+
+        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
+        if not (tools or prompts or resources) or self.client is None:
+            return
+        while True:
+            try:
+                async for _note in self.client.listen(tools=tools, prompts=prompts, resources_list=resources):
+                    pass  # every note reaches _note through the client's on_notification
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("the backend's listen stream ended (%s); opening it again", exc)
+            await asyncio.sleep(1.0)
+
+    def close(self) -> None:
+        bridge = self.bridge
+        if bridge is None:
+            return
+        self.bridge = None
+        try:
+            bridge.run_sync(self._close(), 5.0)
+        except Exception:  # the loop is going away regardless
+            log.debug("closing the backend failed", exc_info=True)
+        bridge.stop()
+
+    async def _close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+        for call in list(self.inflight):
+            call.cancel()
+        if self.client is not None:
+            await self.client.close()
+
+    # ---------------------------------------------------------------- notifications
+    def _note(self, method: str, params: dict[str, Any]) -> None:
+        if method in CHANGE_NOTES and self.on_change is not None:
+            self.on_change(method, params)
+
+    # ---------------------------------------------------------------- the backend's questions
+    def _route(self) -> BackendCall | None:
+        current = _CURRENT.get()
+        if current is not None and current.task is asyncio.current_task():
+            return current  # a modern backend's input_required, answered in its own call
+        live = [c for c in self.inflight if not c.done]
+        if not live:
+            return None
+        if len({c.principal for c in live}) > 1:
+            return None  # several callers: the question could reach the wrong one
+        return live[-1]
+
+    async def _relay(self, method: str, params: Any) -> Any:
+        call = self._route()
+        if call is None:
+            raise errors.MCPError(errors.INTERNAL_ERROR, f"{method}: the proxy cannot tell which client request "
+                                  "this is for (none, or several from different callers, are in flight)")
+        return await call.ask(method, params)
+
+    async def _elicit(self, params: Any) -> Any:
+        return await self._relay("elicitation/create", _plain(params))
+
+    async def _sample(self, params: Any) -> Any:
+        return await self._relay("sampling/createMessage", _plain(params))
+
+    async def _roots(self) -> Any:
+        answer = await self._relay("roots/list", None)
+        return answer.get("roots", []) if isinstance(answer, dict) else []
+
+    # ---------------------------------------------------------------- forwarding
+    def params_for(self, params: dict[str, Any], client_caps: dict[str, Any] | None) -> dict[str, Any]:
+        """A front request's params as the backend gets them: the front's own ``_meta`` is
+        not passed on; a modern backend is told the front client's input capabilities."""
+        out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
+        if self.era != "legacy" and client_caps is not None:
+            caps = {k: v for k, v in client_caps.items() if k in self.declare}
+            out["_meta"] = {M.CLIENT_CAPABILITIES: caps}
+        return out
+
+    async def request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """One request that asks nothing of the client (lists, completion), from any loop."""
+        assert self.bridge is not None
+        return await self.bridge.run(self._request(method, params))
+
+    async def _request(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        if self.client is None:
+            raise errors.internal_error("the proxy's backend is not connected")
+        try:
+            return await self.client.request(method, params, timeout=self.request_timeout)
+        except MCPError:
+            raise
+        except Exception as exc:
+            raise self.failure(method, exc) from None
+
+    async def start_call(self, call: BackendCall, method: str, params: dict[str, Any], *, progress: bool,
+                         log_level: str | None) -> None:
+        """Start ``call`` on the backend loop; its events say how it goes."""
+        self.inflight.append(call)
+        call.task = asyncio.ensure_future(self._run(call, method, params, progress, log_level))
+
+    async def _run(self, call: BackendCall, method: str, params: dict[str, Any], progress: bool,
+                   log_level: str | None) -> None:
+        _CURRENT.set(call)
+        on_progress = None
+        if progress:
+            def on_progress(done: float, total: float | None, message: str | None) -> None:
+                call.post(Event("progress", (done, total, message)))
+        try:
+            if self.client is None:
+                raise errors.internal_error("the proxy's backend is not connected")
+            result = await self.client.request(method, params, progress=on_progress, log_level=log_level,
+                                               on_log=(lambda p: call.post(Event("log", p))) if log_level else None,
+                                               timeout=self.call_timeout)
+            call.post(Event("done", result))
+        except asyncio.CancelledError:
+            raise
+        except MCPError as exc:
+            call.post(Event("error", exc))
+        except Exception as exc:
+            call.post(Event("error", self.failure(method, exc)))
+        finally:
+            call.done = True
+            if call in self.inflight:
+                self.inflight.remove(call)
+
+    def failure(self, method: str, exc: BaseException) -> MCPError:
+        """The one error the front client gets when the backend failed ``method``."""
+        if isinstance(exc, RequestNotRetried):
+            text = f"the backend server exited while handling {method}; it was restarted, but the request was " \
+                   "not sent again (it may not be safe to repeat)"
+        elif isinstance(exc, NoAnswer):
+            text = f"the backend server did not answer {method} in time"
+        elif isinstance(exc, ProtocolError):
+            text = f"the backend server's answer to {method} is malformed: {exc}"
+        elif isinstance(exc, TransportError):
+            text = f"the backend server is unavailable: {exc}"
+        else:
+            log.exception("proxying %s failed", method)
+            text = f"proxying {method} failed"
+        return errors.internal_error(f"proxy: {text}")
+
+
+def _plain(params: Any) -> Any:
+    out = msgspec.to_builtins(params)
+    if isinstance(out, dict):
+        out.pop("_meta", None)
+    return out

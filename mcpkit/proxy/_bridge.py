@@ -1,0 +1,61 @@
+"""The backend's own event loop, on a daemon thread.
+
+The proxy's front is an ordinary :class:`~mcpkit.Server`, served however servers are served
+(stdio, uvicorn, workers), each of which runs its own event loop. The backend
+:class:`~mcpkit.Client` lives on this loop instead, so it is connected once, before serving
+starts (the front must know the backend's capabilities to answer ``initialize``), and keeps
+working whatever loop the front runs on. Front coroutines reach it through :meth:`LoopThread.run`;
+cancelling the awaiting front task cancels the backend coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """One event loop running forever on a daemon thread."""
+
+    def __init__(self, name: str = "mcpkit-proxy-backend") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def on_loop(self) -> bool:
+        """Whether the caller runs on this loop."""
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            return False
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the backend loop from any other loop (or directly on this one)."""
+        if self.on_loop():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the backend loop and block until it is done (startup, shutdown)."""
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return fut.result(timeout)
+        except TimeoutError:
+            fut.cancel()
+            raise
+
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(2.0)
