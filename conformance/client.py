@@ -223,6 +223,36 @@ async def json_schema_2020_12_preservation(url: str) -> None:
         await client.call_tool("json_schema_echo", {"schema": focal.inputSchema})
 
 
+# ---------------------------------------------------------------- skills (SEP-2640)
+@scenario("sep-2640-client-no-prefetch")
+async def skills_no_prefetch(url: str) -> None:
+    # A host builds its registry from the listing alone: no skill file is read.
+    async with make_client(url) as client:
+        entries = await client.list_skills()
+        log.info("skills: %s", [e.uri for e in entries])
+
+
+async def _load_every_skill(url: str) -> None:
+    """List, then load each skill and read its listed files; a skill that fails verification
+    is refused (SkillVerificationError) and none of its other files is read."""
+    from mcpkit.errors import SkillVerificationError
+
+    async with make_client(url) as client:
+        for entry in await client.list_skills():
+            try:
+                skill = await client.get_skill(entry.uri)
+            except SkillVerificationError as exc:
+                log.info("refused %s: %s", entry.uri, exc)
+                continue
+            for uri in skill.files:
+                if uri != skill.uri:
+                    await skill.read(uri)
+
+
+for _name in ("sep-2640-client-verify-digest", "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter"):
+    SCENARIOS[_name] = _load_every_skill
+
+
 @scenario("initialize")
 async def initialize(url: str) -> None:
     async with make_client(url) as client:

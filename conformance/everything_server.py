@@ -13,6 +13,9 @@ ctx.list_roots()/ctx.ask(): on the 2026-07-28 wire they answer ``input_required`
 The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663; the unscored ``tasks-*``
 scenarios) is installed (``server.use(Tasks())``), with its fixtures ``greet``, ``slow_compute``, ``failing_job``,
 ``protocol_error_job``, ``confirm_delete``, ``multi_input`` and ``test_tool_with_task``.
+The skills extension (``io.modelcontextprotocol/skills``, SEP-2640; the ``sep-2640-skills-*``
+scenarios) serves the skill ``pdf-processing`` (a SKILL.md, a reference and a template in
+subdirectories) with ``directoryRead``.
 Not included: SSE stream closing for ``test_reconnection`` (2025-11-25 server-sse-polling;
 mcpkit has no API to close a response stream mid-call).
 """
@@ -28,6 +31,7 @@ import sys
 from typing import Annotated, Any
 
 from mcpkit import Context, Header, MCPError, Server, ToolError, audio, embedded, image, text, types, user
+from mcpkit.extensions.skills import Skills
 from mcpkit.extensions.tasks import Tasks
 
 log = logging.getLogger("everything_server")
@@ -42,6 +46,23 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 
 server = Server("mcp-conformance-test-server", "0.1.0")
 server.use(Tasks())
+
+PDF_SKILL = {
+    "SKILL.md": (
+        "---\n"
+        "name: pdf-processing\n"
+        "description: Extract, fill, and assemble PDF documents\n"
+        "license: Apache-2.0\n"
+        "metadata:\n"
+        "  version: \"2.1.0\"\n"
+        "---\n\n"
+        "# PDF processing\n\n"
+        "Fill the forms described in `references/FORMS.md`; pick a template from `templates/`.\n"
+    ),
+    "references/FORMS.md": "# Forms\n\nEvery form field, and how to fill it.\n",
+    "templates/invoice.md": "# Invoice\n\nNumber: {number}\n",
+}
+server.use(Skills(PDF_SKILL, directory_read=True))
 
 
 # =========================================================================== helpers

@@ -9,6 +9,10 @@
 #   requirements   --requirements $REV
 #                  --expected-failures conformance/baseline-client-$REV.yml
 #
+# then the skills extension's client scenarios (SKILLS_SCENARIOS: sep-2640-client-no-prefetch,
+# -verify-digest, -verify-size, -verify-frontmatter), each alone with --scenario: each must pass
+# with no check skipped and none warning.
+#
 # All scenarios run concurrently (25-70 s on 2 cores); run.sh's default client timeout
 # (60 s per scenario) applies. Exit status: the harness's (0 only if every scored scenario
 # passed or is listed in the baseline, and no baseline entry now passes); 2 if nothing ran.
@@ -64,5 +68,21 @@ if [ -f "$out/harness.log" ]; then
     sed 's/\x1b\[[0-9;]*m//g' "$out/harness.log" |
         sed -n '/^Expected failures (in baseline)\|^Unexpected failures\|^Stale baseline/,$p'
 fi
+
+SKILLS_SCENARIOS=(sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size
+                  sep-2640-client-verify-frontmatter)
+printf '===== client leg, skills: --scenario each of %s =====\n' "${SKILLS_SCENARIOS[*]}"
+skills_rc=0
+for scenario in "${SKILLS_SCENARIOS[@]}"; do
+    sout="$out-$scenario"
+    bash "$RUN" client "$CMD" --scenario "$scenario" --output-dir "$sout" >"$sout.out" 2>&1
+    src=$?
+    grep -E '^(sep-|checks:|harness exit)' "$sout.out"
+    if [ "$src" -ne 0 ] || ! grep -q '^checks: [0-9]* passed, 0 failed, 0 warnings, 0 skipped' "$sout.out"; then
+        log "$scenario: failed, or a check failed, warned or was skipped ($sout.out)"; skills_rc=1
+    fi
+done
+printf '===== client leg, skills: exit %s =====\n' "$skills_rc"
+[ "$rc" -eq 0 ] && rc=$skills_rc
 printf '===== client leg: exit %s =====\n' "$rc"
 exit "$rc"

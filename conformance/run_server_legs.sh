@@ -9,6 +9,10 @@
 #                  --expected-failures conformance/baseline-server-2026-07-28.yml
 #   suite          --suite all --spec-version 2026-07-28
 #                  --expected-failures conformance/baseline-server-suite-2026-07-28.yml
+#   legacy-requirements / legacy-suite   the same at 2025-11-25
+#   skills         --scenario S for each of the extension scenarios in SKILLS_SCENARIOS
+#                  (sep-2640-skills-enumeration, -manifest, -directory); the leg fails if a
+#                  scenario fails or if any of its checks is skipped or warns
 #
 # then stops the server. Exit status: 0 only if every leg passed against its baseline
 # (a failure not in the baseline, or a baseline entry that now passes, fails the leg).
@@ -42,14 +46,15 @@ legs=()
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
-    requirements | suite | legacy-requirements | legacy-suite) legs+=("$1") ;;
+    requirements | suite | legacy-requirements | legacy-suite | skills) legs+=("$1") ;;
     --) shift; extra=("$@"); break ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) log "unknown argument '$1' (legs: requirements, suite; extra harness args after --)"; exit 2 ;;
     esac
     shift
 done
-[ ${#legs[@]} -eq 0 ] && legs=(requirements suite legacy-requirements legacy-suite)
+[ ${#legs[@]} -eq 0 ] && legs=(requirements suite legacy-requirements legacy-suite skills)
+SKILLS_SCENARIOS=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
 
 command -v "$PYTHON" >/dev/null 2>&1 || { log "interpreter '$PYTHON' not found (set PYTHON)"; exit 2; }
 if ! (cd / && "$PYTHON" -c 'import mcpkit') >/dev/null 2>&1; then
@@ -119,12 +124,39 @@ until answers; do
     sleep 0.3
 done
 
+# One extension scenario, run alone: it must pass with no check skipped and none warning.
+run_scenario_strict() {
+    local scenario="$1" out="$2" log
+    log="$out.out"
+    bash "$RUN" server "$URL" --scenario "$scenario" --output-dir "$out" ${extra[@]+"${extra[@]}"} >"$log" 2>&1
+    local rc=$?
+    grep -E '^(sep-|checks:|harness exit)' "$log"
+    if [ "$rc" -ne 0 ]; then return 1; fi
+    grep -q '^checks: [0-9]* passed, 0 failed, 0 warnings, 0 skipped' "$log" || {
+        log "$scenario: a check failed, warned or was skipped"; return 1; }
+}
+
 failed=()
 PROXY_LEGACY_BASELINE=""
 if [ "${CONFORMANCE_VIA_PROXY:-0}" = 1 ] && [ "${CONFORMANCE_BACKEND_ERA:-both}" = legacy ]; then
     PROXY_LEGACY_BASELINE="$HERE/baseline-proxy-legacy-backend-2026-07-28.yml"
 fi
 for leg in "${legs[@]}"; do
+    if [ "$leg" = skills ]; then
+        printf '\n===== leg skills: --scenario each of %s =====\n' "${SKILLS_SCENARIOS[*]}"
+        rc=0
+        out="$RESULTS_ROOT/server-skills-$(date +%Y%m%dT%H%M%S)-$$"
+        mkdir -p "$out"
+        for scenario in "${SKILLS_SCENARIOS[@]}"; do
+            if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+                log "server died before $scenario"; tail -30 "$SLOG" >&2; rc=1; break
+            fi
+            run_scenario_strict "$scenario" "$out/$scenario" || rc=1
+        done
+        [ "$rc" -ne 0 ] && failed+=("$leg")
+        printf '===== leg skills: exit %s =====\n' "$rc"
+        continue
+    fi
     case "$leg" in
     requirements) rev=2026-07-28; args=(--requirements 2026-07-28 --expected-failures "$HERE/baseline-server-2026-07-28.yml") ;;
     suite) rev=2026-07-28; args=(--suite all --spec-version 2026-07-28 --expected-failures "$HERE/baseline-server-suite-2026-07-28.yml") ;;

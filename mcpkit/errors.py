@@ -31,7 +31,8 @@ from .protocol.errors import (
 __all__ = [
     "BackendUnavailable", "CliError", "HttpStatusError", "InvalidHeaderAnnotation", "InvalidMessage", "InvalidToken",
     "MCPError", "MCPKitError", "MalformedJWS", "NoAnswer", "OAuthError", "ProtocolError", "RateLimited", "RequestNotRetried",
-    "ResourceNotFound", "ResponseTooLarge", "RoutingError", "ServerLoadError", "StateError", "TaskCancelled", "ToolError",
+    "ResourceNotFound", "ResponseTooLarge", "RoutingError", "ServerLoadError", "SkillVerificationError", "StateError",
+    "TaskCancelled", "ToolError",
     "TransportClosed", "TransportError", "WeakKeyError",
 ]
 
@@ -90,6 +91,11 @@ class RequestNotRetried(TransportClosed):
 # ====================================================================== client
 class TaskCancelled(MCPKitError):
     """The task ended ``cancelled`` (by :meth:`~mcpkit.client.TaskHandle.cancel` or by the server)."""
+
+
+class SkillVerificationError(MCPKitError):
+    """A skill's content is not what its entry describes (size, digest, frontmatter, an unlisted
+    file), or the entry itself breaks the rules: the skill is not loaded (skills extension)."""
 
 
 class OAuthError(MCPKitError):

@@ -31,6 +31,18 @@ def test_server_legs_both_revisions_on_one_endpoint() -> None:
     assert "50 passed, 0 failed" in out
 
 
+def test_server_skills_leg_no_check_skipped() -> None:
+    # The sep-2640 skills scenarios run by name (no requirement set holds them); each must pass
+    # with every check run: a server without the extension "passes" them with all skipped.
+    proc = _run("conformance/run_server_legs.sh", "skills")
+    out = proc.stdout + proc.stderr
+    print(out)
+    assert proc.returncode == 0, f"conformance skills leg failed:\n{out[-6000:]}"
+    for scenario, checks in (("enumeration", 32), ("manifest", 6), ("directory", 7)):
+        assert f"sep-2640-skills-{scenario}" in out
+        assert f"checks: {checks} passed, 0 failed, 0 warnings, 0 skipped" in out
+
+
 def test_client_leg_2026_07_28() -> None:
     proc = _run("conformance/run_client_leg.sh")
     out = proc.stdout + proc.stderr
@@ -40,6 +52,9 @@ def test_client_leg_2026_07_28() -> None:
     # (client-credentials-*, enterprise-managed-authorization, dpop, dpop-nonce, wif-jwt-bearer).
     assert "scored for requirements 2026-07-28: 32 passed, 0 failed (of 32 required)" in out
     assert "39 passed, 0 failed" in out
+    # Then the four sep-2640 skills client scenarios, by name, each with its one check run.
+    assert "===== client leg, skills: exit 0 =====" in out
+    assert out.count("checks: 1 passed, 0 failed, 0 warnings, 0 skipped") >= 4
 
 
 def test_client_legacy_auth_backcompat_2025_03_26() -> None:

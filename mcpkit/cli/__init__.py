@@ -1,7 +1,8 @@
 """The ``mcpkit`` command: use a server from the shell, look at it, and serve one.
 
 - ``mcpkit call TOOL [key=value ...] TARGET``, ``mcpkit list [WHAT] TARGET``,
-  ``mcpkit read URI TARGET``, ``mcpkit prompt NAME [key=value ...] TARGET``;
+  ``mcpkit read URI TARGET``, ``mcpkit prompt NAME [key=value ...] TARGET``,
+  ``mcpkit skills list|get URI TARGET``;
 - ``mcpkit discover TARGET`` prints a server's card, ``mcpkit scan [CONFIG ...]`` probes every
   server the MCP hosts on this machine (or the given configs) know;
 - ``mcpkit inspect TARGET`` serves a web inspector for a server on 127.0.0.1;
@@ -31,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("_list", "list a server's tools, resources, resource templates or prompts"),
     "read": ("_read", "read a resource"),
     "prompt": ("_prompt", "get a prompt"),
+    "skills": ("_skills", "list a server's skills, or load one verified (skills extension)"),
     "discover": ("_discover", "show what a server is: identity, era, versions, capabilities, tools"),
     "scan": ("_scan", "probe every MCP server configured on this machine (or in CONFIG files)"),
     "inspect": ("_inspect", "open a web inspector for a server (tools with forms, resources, prompts, history)"),
@@ -43,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 EPILOG = """\
-TARGET (for call, list, read, prompt, discover, inspect):
+TARGET (for call, list, read, prompt, skills, discover, inspect):
   http(s)://HOST/PATH       a Streamable HTTP server (needs the http extra: pip install 'mcpkit[http]';
                             --bearer TOKEN, or the tokens `mcpkit login URL` kept)
   FILE.py[:attr]            a server file, run with this Python

@@ -50,6 +50,7 @@ from ._listen import LIST_NOTES, Hub, Notification
 from ._restart import Recoverer, Recovery
 from ._session import ChangeFeeds, Era, EraSession, Hello, ModernSession
 from ._signals import EraStale, ServerExited, ToolsStale
+from ._skills import SkillsApi
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ log = logging.getLogger("mcpkit.client")
 _UNSETTLED = ModernSession()
 
 
-class Client(TypedApi):
+class Client(TypedApi, SkillsApi):
     """An MCP client.
 
     ``target`` is a ``Server`` object (in-memory), a command line (a string or a list: spawned

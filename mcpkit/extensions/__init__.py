@@ -18,7 +18,8 @@ An extension is a subclass of :class:`Extension` with an ``id`` (``prefix/name``
 
 Whether the client of one request declared the extension is ``ext.declared(ctx)`` (its
 ``clientCapabilities.extensions``: in ``_meta`` on 2026-07-28 requests, from ``initialize``
-on legacy sessions). The built-in one is :class:`mcpkit.extensions.tasks.Tasks`.
+on legacy sessions). The built-in ones are :class:`mcpkit.extensions.tasks.Tasks`,
+:class:`mcpkit.extensions.skills.Skills` and :class:`mcpkit.extensions.apps.Apps`.
 
 Importing this package loads no extension: each lives in its own module.
 """
@@ -31,9 +32,11 @@ from .._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from ..server import Context, Server, ToolDef
+    from .apps import Apps as Apps
+    from .skills import Skills as Skills
     from .tasks import Tasks as Tasks
 
-__all__ = ["Extension", "Tasks"]
+__all__ = ["Apps", "Extension", "Skills", "Tasks"]
 
 H = TypeVar("H")
 
@@ -81,6 +84,6 @@ class Extension(Generic[H]):
 
 
 # The built-in extensions load on first use: `import mcpkit.extensions` imports none of them.
-_EXPORTS = {"Tasks": "mcpkit.extensions.tasks"}
+_EXPORTS = {"Apps": "mcpkit.extensions.apps", "Skills": "mcpkit.extensions.skills", "Tasks": "mcpkit.extensions.tasks"}
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

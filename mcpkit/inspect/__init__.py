@@ -49,9 +49,18 @@ the server failed the request):
     ``progress``, ``total``, ``message``), ``input`` (``id``, ``kind``: ``elicitation`` or
     ``sampling``, ``params``), ``input-done`` (``id``), ``notification`` (``method``,
     ``params``, ``at``), ``listen-ended`` (``reason``).
+``POST /api/app/open`` ``{"uri", "tool"?}``
+    read a ``ui://`` MCP App (``text/html;profile=mcp-app``) and keep it for one frame:
+    ``{"frameId", "src": "/frame/<id>", "csp", "refused", "allow", "prefersBorder"}``;
+    ``GET /frame/<id>`` (no token; served once, within 60 s) is the app's document under that
+    policy plus ``sandbox allow-scripts`` (see :mod:`mcpkit.inspect._apps`).
+``POST /api/app/call`` ``{"frameId", "name", "arguments"}``
+    ``{"result": CallToolResult}``: a ``tools/call`` from the app, relayed only to a tool whose
+    visibility includes ``app`` (403 otherwise); in the history with ``"from": "app"``.
 ``GET /api/history``
     ``{"items": [{"id", "method", "params", "result" | "error", "ms", "at", "from"?}]}``:
-    every request the inspector made for the page, and every question the server asked
+    every request the inspector made for the page or an app it renders (``"from": "app"``,
+    ``"app"``: its URI), and every question the server asked
     (``"from": "server"``, with the page's answer), oldest first, with its timing (``at``:
     Unix seconds when it was sent).
 

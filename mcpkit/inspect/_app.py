@@ -43,6 +43,8 @@ _GUARDED: list[_asgi.Header] = [
 #: The event stream's headers: those of :data:`mcpkit.protocol.sse.HEADERS`, but never stored.
 _EVENT_STREAM: list[_asgi.Header] = [(k, b"no-store" if k == b"cache-control" else v) for k, v in sse.HEADERS]
 _CONNECTED = sse.comment("connected")
+#: What the inspector declares: it renders MCP Apps (HTML), see :mod:`._apps`.
+HOST_CAPABILITIES = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
 #: The method a question from the server stands for, in the history.
 ASKED = {"elicitation": "elicitation/create", "sampling": "sampling/createMessage"}
 
@@ -74,6 +76,10 @@ class Inspector:
         self.closing = asyncio.Event()
         #: How long a question from the server waits for the page.
         self.answer_timeout = 600.0
+        from ._apps import AppFrames
+
+        #: The MCP Apps the page renders (``/api/app/*``, ``/frame/<id>``).
+        self.apps = AppFrames(self)
 
     # ------------------------------------------------------------------ events
     def subscribe(self) -> asyncio.Queue[tuple[str, Any]]:
@@ -139,7 +145,8 @@ class Inspector:
             base: dict[str, Any] = {"target": self.target.label, "transport": self.target.transport,
                                     "cliTarget": cli_target(self.target)}
             try:
-                self.client = self.target.client(elicitation=self.elicit, sampling=self.sample)
+                self.client = self.target.client(elicitation=self.elicit, sampling=self.sample,
+                                                 capabilities=HOST_CAPABILITIES)
                 await self.client.start()
                 report = await self.timed("server/discover", None, lambda: probe(self.client_or_fail(), self.target,
                                                                                    lists=False))
@@ -173,12 +180,16 @@ class Inspector:
             raise ApiError(409, "not connected to the server: " + str(self.card.get("error") or "reconnect"))
         return self.client
 
-    async def timed(self, method: str, params: dict[str, Any] | None, run: Callable[[], Awaitable[Any]]) -> Any:
-        """Run one request for the page, recording it (and its timing) in the history."""
+    async def timed(self, method: str, params: dict[str, Any] | None, run: Callable[[], Awaitable[Any]],
+                    source: str | None = None, app: str | None = None) -> Any:
+        """Run one request for the page (or, ``source="app"``, for an app it renders), recording
+        it (and its timing) in the history."""
         import msgspec
 
         self._ids += 1
         entry: dict[str, Any] = {"id": self._ids, "method": method, "params": params, "at": time.time()}
+        if source is not None:
+            entry["from"], entry["app"] = source, app
         start = time.perf_counter()
         try:
             value = await run()
@@ -199,6 +210,12 @@ class Inspector:
         entry["result"] = out
         self._record(entry)
         return out
+
+    def record_refusal(self, method: str, params: dict[str, Any], source: str, error: str) -> None:
+        """A request the inspector refused to relay (not sent to the server), in the history."""
+        self._ids += 1
+        self._record({"id": self._ids, "method": method, "params": params, "at": time.time(), "ms": 0,
+                      "from": source, "error": f"refused by the inspector: {error}"})
 
     def _record(self, entry: dict[str, Any]) -> None:
         self.history.append(entry)
@@ -304,6 +321,10 @@ class Inspector:
             completion = await self.timed("completion/complete", params,
                                           lambda: client.complete(ref, argument, value, context or None, cache="bypass"))
             return {"completion": completion}
+        if path == "/api/app/open":
+            return await self.apps.open(body)
+        if path == "/api/app/call":
+            return await self.apps.call(body)
         if path == "/api/listen":
             return await self._listen(body)
         if path == "/api/unlisten":
@@ -398,6 +419,9 @@ class InspectorApp:
         if path == "/" and method in ("GET", "HEAD") and "code" in query and "token" not in query:
             await self._redeem(send, query["code"][0])
             return
+        if path.startswith("/frame/") and method == "GET":
+            await self._frame(send, path.removeprefix("/frame/"))
+            return
         given = headers.get("x-inspector-token") or (query.get("token") or [""])[0]
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             await _send_json(send, 403, {"error": "a valid access token is required (the URL mcpkit inspect printed)"})
@@ -432,6 +456,21 @@ class InspectorApp:
         if name == "index.html":
             data = data.replace(b"__TOKEN__", self.token.encode())
         await _asgi.respond(send, 200, data, STATIC_TYPES.get(suffix, "application/octet-stream").encode(), _GUARDED)
+
+    async def _frame(self, send: _asgi.Send, frame_id: str) -> None:
+        """An app's document (one-time id, no token): under the policy its resource asked for,
+        sandboxed to an opaque origin, framed only by the inspector's page."""
+        got = self.inspector.apps.take(frame_id)
+        if got is None:
+            await _send_json(send, 404, {"error": "no such app frame (each is served once)"})
+            return
+        html, policy = got
+        ancestors = " ".join(f"http://{h}" for h in sorted(self._hosts()))
+        await _asgi.respond(send, 200, html, b"text/html; charset=utf-8", [
+            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"),
+            (b"content-security-policy", f"{policy}; frame-ancestors {ancestors}".encode()),
+        ])
 
     async def _redeem(self, send: _asgi.Send, code: str) -> None:
         """``/?code=C`` (the page the browser was opened with): once, a redirect to the page

@@ -54,6 +54,9 @@ class Server(Registrations):
     capabilities in ``params._meta`` (2026-07-28), so nothing is kept between requests.
     """
 
+    #: Capabilities set by :meth:`advertise` (a proxy's backend's), else None: the registrations'.
+    _advertised: t.ServerCapabilities | None = None
+
     def __init__(
         self,
         name: str,
@@ -351,15 +354,16 @@ class Server(Registrations):
         self._refresh_capabilities()
 
     def _advertised_capabilities(self, caps: t.ServerCapabilities) -> None:
-        names = {name for name in ("tools", "resources", "prompts", "completions")
-                 if getattr(caps, name) is not UNSET}
+        offered = {"tools": caps.tools, "resources": caps.resources, "prompts": caps.prompts,
+                   "completions": caps.completions}
+        names = {name for name, value in offered.items() if value is not UNSET}
         if caps.extensions is not UNSET:
             names.update(f"extensions/{k}" for k in caps.extensions)
         self._caps = caps
         self._capability_names = frozenset(names)
 
     def _refresh_capabilities(self) -> None:
-        advertised: t.ServerCapabilities | None = getattr(self, "_advertised", None)
+        advertised = self._advertised
         if advertised is not None:
             self._advertised_capabilities(advertised)
             return

@@ -298,7 +298,8 @@ async function loadLists() {
   const caps = (CARD && CARD.discover && CARD.discover.capabilities) || {};
   const jobs = [];
   if (caps.tools) jobs.push(api("GET", "/api/tools").then((d) => listInto("tools-list", d.items,
-    (t) => ({ name: t.name, desc: firstLine(t.description), badges: annotationBadges(t.annotations) }), showTool)));
+    (t) => ({ name: t.name, desc: firstLine(t.description),
+      badges: [...annotationBadges(t.annotations), ...(window.mcpApps ? window.mcpApps.badges(t) : [])] }), showTool)));
   else listInto("tools-list", [], () => ({}), () => {});
   if (caps.resources) {
     jobs.push(api("GET", "/api/resources").then((d) => listInto("resources-list", d.items,
@@ -335,6 +336,7 @@ function showTool(tool) {
     try {
       const r = await api("POST", "/api/call", { name: tool.name, arguments: value, callId });
       out.replaceChildren(r.cancelled ? errorBox(`cancelled after ${r.ms} ms`, "tool-result") : renderToolResult(r, tool));
+      if (!r.cancelled && window.mcpApps) window.mcpApps.mount(out, tool, value, r.result);
     } catch (e) {
       out.replaceChildren(errorBox(e.message, "tool-result"));
     } finally {
@@ -439,7 +441,7 @@ async function loadHistory() {
   const body = document.querySelector("#history tbody");
   body.replaceChildren(...items.filter((e) => !filter || JSON.stringify(e).toLowerCase().includes(filter)).reverse().map((e) => {
     const cmd = asCommand(e);
-    return h("tr", { class: "history-row" }, h("td", {}, e.id), h("td", {}, e.from === "server" ? "← " : "→ ", h("code", {}, e.method)), h("td", {}, e.ms),
+    return h("tr", { class: "history-row" }, h("td", {}, e.id), h("td", {}, e.from === "server" ? "← " : e.from === "app" ? "app → " : "→ ", h("code", {}, e.method)), h("td", {}, e.ms),
       h("td", { class: e.error ? "err" : "" }, h("details", {}, h("summary", {}, e.error ? `error: ${e.error}` : "ok"),
         h("pre", {}, `→ ${json(e.params)}\n← ${json(e.error !== undefined ? { error: e.error } : e.result)}`))),
       h("td", {}, cmd ? h("button", { type: "button", title: cmd, onclick: () => navigator.clipboard && navigator.clipboard.writeText(cmd) }, "copy as mcpkit") : ""));

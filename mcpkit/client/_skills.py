@@ -1,0 +1,249 @@
+"""The skills extension, client side: ``io.modelcontextprotocol/skills`` (SEP-2640).
+
+``await client.list_skills()`` pages through ``skills/list`` and returns the entries; nothing
+is read (no prefetch). ``await client.get_skill(uri)`` loads one skill: it takes the entry
+held from the listing (or asks ``skills/get`` for it), reads its ``SKILL.md``, and checks the
+bytes against the entry's size and digest and the file's frontmatter against the entry's,
+field by field; any mismatch raises :class:`~mcpkit.errors.SkillVerificationError` and
+nothing of the skill is used. The :class:`LoadedSkill` it returns reads supporting files the
+same way, and only files the held entry lists::
+
+    for entry in await client.list_skills():
+        print(entry.uri, entry.frontmatter["description"])
+    skill = await client.get_skill("skill://pdf-processing/SKILL.md")
+    print(skill.text)
+    forms = await skill.read("references/FORMS.md")       # verified against the entry
+
+The server must declare the extension (``server/discover`` or ``initialize``); skills whose
+entry exceeds the limits (512 files, 16 MiB) are declined with the reason. A ``"dynamic"``
+skill (no digests) loads only with ``allow_dynamic=True``: its frontmatter is still compared,
+and what is read counts against the 16 MiB limit.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import MCPKitError, ProtocolError, SkillVerificationError
+from ..protocol import skills as S
+
+if TYPE_CHECKING:
+    from ..protocol import types as t
+
+__all__ = ["LoadedSkill", "SkillsApi"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: booleans are not numbers, 1 == 1.0, dicts by key, lists in order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def check_entry(entry: S.Skill) -> None:
+    """Refuse an entry that breaks the rules, before anything of it is read."""
+    name = entry.frontmatter.get("name")
+    if not isinstance(name, str) or not isinstance(entry.frontmatter.get("description"), str):
+        raise SkillVerificationError(f"{entry.uri}: the entry's frontmatter lacks a name or a description")
+    if S.skill_name_of(entry.uri) != name:
+        raise SkillVerificationError(f"{entry.uri}: the URI does not end in /{name}/SKILL.md (frontmatter name)")
+    if entry.resources == "dynamic":
+        return
+    root = S.skill_root(entry.uri) + "/"
+    seen: set[str] = set()
+    for r in entry.resources:
+        if r.uri in seen:
+            raise SkillVerificationError(f"{entry.uri}: {r.uri} is listed twice")
+        seen.add(r.uri)
+        if not r.uri.startswith(root) or "/../" in r.uri[len(root) - 1:] or r.uri.endswith("/.."):
+            raise SkillVerificationError(f"{entry.uri}: {r.uri} is outside the skill directory")
+        if not S.DIGEST_RE.match(r.digest) or r.size < 0:
+            raise SkillVerificationError(f"{entry.uri}: {r.uri} has a malformed digest or size")
+    if entry.uri not in seen:
+        raise SkillVerificationError(f"{entry.uri}: the entry's resources do not list its SKILL.md")
+    if len(entry.resources) > S.MAX_RESOURCES:
+        raise SkillVerificationError(f"{entry.uri}: {len(entry.resources)} files, over the limit of "
+                                     f"{S.MAX_RESOURCES}: not loaded")
+    total = sum(r.size for r in entry.resources)
+    if total > S.MAX_TOTAL_SIZE:
+        raise SkillVerificationError(f"{entry.uri}: {total} bytes in all, over the limit of "
+                                     f"{S.MAX_TOTAL_SIZE}: not loaded")
+
+
+def _bytes_of(result: t.ReadResourceResult, uri: str) -> bytes:
+    contents = [c for c in result.contents if c.uri == uri] or list(result.contents)
+    if len(contents) != 1:
+        raise SkillVerificationError(f"{uri}: expected one content item, got {len(result.contents)}")
+    c = contents[0]
+    if isinstance(c.text, str):
+        return c.text.encode("utf-8")
+    if isinstance(c.blob, str):
+        try:
+            return base64.b64decode(c.blob, validate=True)
+        except ValueError:
+            raise SkillVerificationError(f"{uri}: the blob is not base64") from None
+    raise SkillVerificationError(f"{uri}: the content has neither text nor blob")
+
+
+class LoadedSkill:
+    """A skill whose SKILL.md was read and verified: ``entry``, ``text``, ``frontmatter``;
+    :meth:`read` reads its other files under the same entry."""
+
+    def __init__(self, client: Any, entry: S.Skill, text: str) -> None:
+        self._client = client
+        self.entry = entry
+        self.uri = entry.uri
+        self.root = S.skill_root(entry.uri)
+        self.text = text
+        self.frontmatter = entry.frontmatter
+        self.name: str = entry.frontmatter["name"]
+        #: Bytes read so far (the limit for a dynamic skill).
+        self.bytes_read = len(text.encode("utf-8"))
+
+    @property
+    def files(self) -> list[str]:
+        """The URIs the entry lists (empty for a dynamic skill)."""
+        return [] if self.entry.resources == "dynamic" else [r.uri for r in self.entry.resources]
+
+    def resolve(self, path_or_uri: str) -> str:
+        """A relative path (resolved against the skill root) or a full URI."""
+        if "://" in path_or_uri:
+            return path_or_uri
+        return f"{self.root}/{path_or_uri.lstrip('/')}"
+
+    async def read(self, path_or_uri: str) -> bytes:
+        """Read one file of the skill, verified against the held entry (a file the entry does
+        not list is refused: :class:`SkillVerificationError`)."""
+        uri = self.resolve(path_or_uri)
+        if self.entry.resources == "dynamic":
+            if not uri.startswith(self.root + "/"):
+                raise SkillVerificationError(f"{uri} is not a file of the skill {self.uri}")
+            data = _bytes_of(await self._client.read_resource(uri), uri)
+            self.bytes_read += len(data)
+            if self.bytes_read > S.MAX_TOTAL_SIZE:
+                raise SkillVerificationError(f"{self.uri}: over {S.MAX_TOTAL_SIZE} bytes read: stopped")
+            return data
+        listed = {r.uri: r for r in self.entry.resources}
+        want = listed.get(uri)
+        if want is None:
+            raise SkillVerificationError(f"{uri} is not listed in the entry of {self.uri}: refused (the skill may "
+                                         "have changed; get_skill(uri, refresh=True) fetches the current entry)")
+        return await _verified(self._client, want)
+
+    async def read_text(self, path_or_uri: str) -> str:
+        return (await self.read(path_or_uri)).decode("utf-8")
+
+
+async def _verified(client: Any, want: S.SkillResource) -> bytes:
+    data = _bytes_of(await client.read_resource(want.uri, cache="use"), want.uri)
+    if len(data) != want.size:
+        raise SkillVerificationError(f"{want.uri}: {len(data)} bytes where the entry says {want.size}: "
+                                     "not used (tampered with or stale)")
+    if S.digest(data) != want.digest:
+        raise SkillVerificationError(f"{want.uri}: the content does not match the entry's digest: "
+                                     "not used (tampered with or stale)")
+    return data
+
+
+class SkillsApi:
+    """``list_skills`` and ``get_skill`` (a base class of :class:`~mcpkit.client.Client`)."""
+
+    def _held_skills(self) -> dict[str, S.Skill]:
+        held: dict[str, S.Skill] = self.__dict__.setdefault("_skill_entries", {})
+        return held
+
+    async def skills_settings(self) -> dict[str, Any] | None:
+        """What the server declares for the skills extension (its settings), or None."""
+        api: Any = self  # a Client
+        caps = (await api.discover()).capabilities
+        ext = caps.extensions if isinstance(caps.extensions, Mapping) else {}
+        value = ext.get(S.EXTENSION_ID)
+        return value if isinstance(value, dict) else None
+
+    async def _need_extension(self) -> None:
+        if await self.skills_settings() is None:
+            raise MCPKitError(f"the server does not declare the {S.EXTENSION_ID} extension")
+
+    async def list_skills(self) -> list[S.Skill]:
+        """Every entry of ``skills/list`` (all pages); they are held for :meth:`get_skill`.
+
+        Reads no skill file. Malformed entries raise ProtocolError.
+        """
+        await self._need_extension()
+        api: Any = self
+        out: list[S.Skill] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            raw = await api.request("skills/list", {"cursor": cursor} if cursor else {})
+            try:
+                page = msgspec.convert(raw, S.ListSkillsResult)
+            except msgspec.ValidationError as exc:
+                raise ProtocolError(f"skills/list: malformed result: {exc}") from None
+            out.extend(page.skills)
+            nxt = page.nextCursor if isinstance(page.nextCursor, str) and page.nextCursor else None
+            if nxt is None:
+                break
+            if nxt in seen:
+                raise ProtocolError("skills/list: the server repeated a cursor")
+            seen.add(nxt)
+            cursor = nxt
+        held = self._held_skills()
+        for entry in out:
+            held[entry.uri] = entry
+        return out
+
+    async def get_skill_entry(self, uri: str) -> S.Skill:
+        """The current entry of one skill (``skills/get``); it replaces the one held."""
+        await self._need_extension()
+        api: Any = self
+        raw = await api.request("skills/get", {"uri": uri})
+        try:
+            entry = msgspec.convert(raw, S.GetSkillResult).skill
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(f"skills/get: malformed result: {exc}") from None
+        if entry.uri != uri:
+            raise SkillVerificationError(f"skills/get {uri} answered the entry of {entry.uri}")
+        self._held_skills()[uri] = entry
+        return entry
+
+    async def get_skill(self, uri: str, *, refresh: bool = False, allow_dynamic: bool = False) -> LoadedSkill:
+        """Load the skill whose SKILL.md is at ``uri``: read it and verify it against its entry
+        (held from :meth:`list_skills`, else, or with ``refresh``, from ``skills/get``).
+
+        Raises :class:`~mcpkit.errors.SkillVerificationError` (and uses nothing) when the entry
+        breaks the rules or the content is not what it describes.
+        """
+        entry = None if refresh else self._held_skills().get(uri)
+        if entry is None:
+            entry = await self.get_skill_entry(uri)
+        check_entry(entry)
+        if entry.resources == "dynamic":
+            if not allow_dynamic:
+                raise SkillVerificationError(f"{uri}: a dynamic skill (no digests) is loaded only with allow_dynamic=True")
+            api: Any = self
+            data = _bytes_of(await api.read_resource(uri), uri)
+        else:
+            want = next(r for r in entry.resources if r.uri == uri)
+            data = await _verified(self, want)
+        try:
+            text = data.decode("utf-8")
+            found = S.parse_frontmatter(text)
+        except (UnicodeDecodeError, S.SkillFormatError) as exc:
+            raise SkillVerificationError(f"{uri}: {exc}: not loaded") from None
+        if not _same(found, entry.frontmatter):
+            fields = sorted(k for k in found.keys() | entry.frontmatter.keys()
+                            if not _same(found.get(k), entry.frontmatter.get(k)))
+            raise SkillVerificationError(f"{uri}: the SKILL.md frontmatter differs from the entry's "
+                                         f"({', '.join(fields)}): not loaded")
+        return LoadedSkill(self, entry, text)

@@ -1,0 +1,236 @@
+"""The skills extension on the wire: ``io.modelcontextprotocol/skills`` (SEP-2640).
+
+Its identifiers, params and results, and the rules both sides apply: skill names, skill URIs,
+``SKILL.md`` frontmatter, digests, the per-skill limits. Sans-IO: no file, socket or loop here.
+
+The frontmatter is YAML; parsing it needs PyYAML (``pip install 'mcpkit[skills]'``), imported
+only when a frontmatter is parsed. It is read with the YAML 1.2 core schema's plain scalars
+(``yes``/``on`` stay strings, dates stay strings), duplicate keys are refused, and the result
+must be JSON (the entry's ``frontmatter`` is that object, verbatim).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Any, Literal
+
+from msgspec import UNSET, Struct, UnsetType
+
+from . import errors
+from . import meta as M
+from . import types as t
+
+EXTENSION_ID = M.PREFIX + "skills"
+#: The server capability name that gates the ``skills/*`` methods.
+CAPABILITY = f"extensions/{EXTENSION_ID}"
+SKILL_MD = "SKILL.md"
+SCHEME = "skill://"
+DIRECTORY_MIME = "inode/directory"
+SKILL_MD_MIME = "text/markdown"
+#: Per-skill limits: entries of ``resources`` (SKILL.md included), and the sum of their sizes.
+MAX_RESOURCES = 512
+MAX_TOTAL_SIZE = 16 * 1024 * 1024
+#: ``_meta`` keys on skill resources, and reserved frontmatter ``metadata`` keys.
+META_PREFIX = "io.modelcontextprotocol.skills/"
+RESERVED_METADATA_PREFIX = "io.modelcontextprotocol/"
+MAX_DESCRIPTION = 1024
+
+#: The Agent Skills naming rules: 1-64 characters, lowercase letters, digits and hyphens,
+#: no leading, trailing or consecutive hyphen.
+NAME_RE = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+#: A prefix segment (the first is the URI authority): URI unreserved characters only.
+SEGMENT_RE = re.compile(r"^[A-Za-z0-9._~-]+$")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_FRONTMATTER_RE = re.compile(r"^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)")
+
+
+class SkillResource(Struct, kw_only=True):
+    """One file of a skill: its URI, the SHA-256 of its raw bytes, their length."""
+
+    uri: str
+    digest: str
+    size: int
+
+
+class Skill(Struct, kw_only=True):
+    """A skill entry (``skills/list`` and ``skills/get``): the URI of its SKILL.md, its
+    frontmatter verbatim, and every file (or ``"dynamic"``)."""
+
+    uri: str
+    frontmatter: dict[str, Any]
+    resources: list[SkillResource] | Literal["dynamic"]
+
+
+class ListSkillsParams(t.PaginatedParams, kw_only=True):
+    """``skills/list`` params."""
+
+
+class GetSkillParams(t.RequestParams, kw_only=True):
+    """``skills/get`` params: the URI of a skill's SKILL.md."""
+
+    uri: str
+
+
+class ReadDirectoryParams(t.RequestParams, kw_only=True):
+    """``resources/directory/read`` params."""
+
+    uri: str
+    cursor: str | UnsetType = UNSET
+
+
+class ListSkillsResult(t.CacheableResult, kw_only=True):
+    skills: list[Skill]
+    nextCursor: str | UnsetType = UNSET
+
+
+class GetSkillResult(t.CacheableResult, kw_only=True):
+    skill: Skill
+
+
+class ReadDirectoryResult(t.Result, kw_only=True):
+    resources: list[t.Resource]
+    nextCursor: str | UnsetType = UNSET
+
+
+# ---------------------------------------------------------------- rules
+class SkillFormatError(ValueError):
+    """A skill that breaks the format rules (name, URI, frontmatter, limits)."""
+
+
+def digest(data: bytes) -> str:
+    """``sha256:{64 lowercase hex}`` of ``data``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def check_name(name: Any) -> str:
+    """``name`` if it satisfies the Agent Skills naming rules, else SkillFormatError."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise SkillFormatError(
+            f"invalid skill name {name!r}: 1-64 lowercase letters, digits and hyphens, "
+            "no leading, trailing or consecutive hyphen")
+    return name
+
+
+def check_prefix(prefix: str) -> tuple[str, ...]:
+    """The segments of a skill-path prefix (``acme/billing``), each URI-safe."""
+    if not prefix:
+        return ()
+    segments = tuple(prefix.split("/"))
+    for seg in segments:
+        if seg in (".", "..") or not SEGMENT_RE.match(seg):
+            raise SkillFormatError(f"invalid skill prefix {prefix!r}: segment {seg!r} is not a plain URI segment "
+                                   "(letters, digits, '.', '_', '~', '-')")
+    return segments
+
+
+def skill_name_of(uri: str) -> str | None:
+    """The skill name a ``.../<name>/SKILL.md`` URI carries (its last directory), or None."""
+    _, sep, rest = uri.partition("://")
+    if not sep:
+        return None
+    parts = [p for p in rest.split("/") if p]
+    if len(parts) < 2 or parts[-1] != SKILL_MD:
+        return None
+    return parts[-2]
+
+
+def skill_root(uri: str) -> str:
+    """The skill directory URI of a SKILL.md URI (no trailing slash)."""
+    return uri[: -len("/" + SKILL_MD)] if uri.endswith("/" + SKILL_MD) else uri
+
+
+def _yaml() -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module("yaml")  # optional: pip install 'mcpkit[skills]'
+    except ImportError:
+        raise SkillFormatError("reading a SKILL.md frontmatter needs PyYAML: pip install 'mcpkit[skills]'") from None
+
+
+def _yaml_loader() -> Any:
+    yaml = _yaml()
+    Loader: Any = type("Loader", (yaml.SafeLoader,), {})
+
+    dropped = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp"}
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in dropped]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                 list("tTfF"))
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if key in seen:
+                raise SkillFormatError(f"duplicate frontmatter key {key!r}")
+            seen.add(key)
+        out: dict[Any, Any] = loader.construct_mapping(node, deep=True)
+        return out
+
+    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
+    return Loader
+
+
+_LOADER: Any = None
+
+
+def _check_json(value: Any, where: str) -> None:
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SkillFormatError(f"frontmatter {where}: {value!r} is not a JSON number")
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise SkillFormatError(f"frontmatter {where}: key {k!r} is not a string")
+            _check_json(v, f"{where}.{k}" if where else k)
+        return
+    raise SkillFormatError(f"frontmatter {where}: a {type(value).__name__} is not JSON")
+
+
+def parse_frontmatter(text: str) -> dict[str, Any]:
+    """The YAML frontmatter at the top of a SKILL.md, as a JSON object.
+
+    SkillFormatError when there is none, it is not YAML, not a mapping, not JSON, or lacks a
+    non-empty string ``name`` and ``description``. The name is not checked here (a host
+    compares it with the URI; :func:`check_name` checks the rules).
+    """
+    global _LOADER
+    body = text[1:] if text.startswith("\ufeff") else text
+    m = _FRONTMATTER_RE.match(body)
+    if m is None:
+        raise SkillFormatError("SKILL.md must begin with a YAML frontmatter block between '---' lines")
+    if _LOADER is None:
+        _LOADER = _yaml_loader()
+    yaml = _yaml()
+
+    try:
+        data = yaml.load(m.group(1), Loader=_LOADER)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise SkillFormatError(f"SKILL.md frontmatter is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SkillFormatError("SKILL.md frontmatter must be a YAML mapping")
+    _check_json(data, "")
+    for key in ("name", "description"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise SkillFormatError(f"SKILL.md frontmatter needs a non-empty string {key!r}")
+    return data
+
+
+def unknown_skill(uri: str) -> errors.MCPError:
+    return errors.invalid_params(f"No skill is served at {uri}", {"uri": uri})
+
+
+def not_a_directory(uri: str) -> errors.MCPError:
+    return errors.invalid_params(f"{uri} is not a directory resource", {"uri": uri})
