@@ -141,6 +141,7 @@ class LoadedSkill:
         return await _verified(self._client, want)
 
     async def read_text(self, path_or_uri: str) -> str:
+        """:meth:`read`, decoded as UTF-8."""
         return (await self.read(path_or_uri)).decode("utf-8")
 
 
