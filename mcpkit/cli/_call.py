@@ -31,7 +31,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--args", metavar="JSON", help="arguments as one JSON object (for nested input); "
                    "key=value items are applied on top")
     p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
-    p.add_argument("--task", action="store_true", help="run it as a task (the tasks extension) and wait for it")
+    p.add_argument("--task", action="store_true", help="run it as a task (the tasks extension, or 2025-11-25 tasks)"
+                   " and wait for it")
     p.add_argument("--no-check", action="store_true", help="send the arguments without checking them against the schema")
     add_target_options(p)
     return p

@@ -231,12 +231,13 @@ class TypedApi:
         """Call a tool. ``progress(progress, total, message)`` gets its progress,
         ``on_log(params)`` its log messages at ``log_level`` and above.
 
-        ``task=True`` declares the tasks extension on this request and returns a
-        :class:`~mcpkit.client.TaskHandle` (``await handle.result()``), already complete when
-        the server answers at once. A call answered with a task otherwise (the client
-        declared the extension in ``capabilities``) is waited for, and its result returned.
+        ``task=True`` declares the tasks extension on this request (a 2025-11-25 server that
+        offers tool tasks: ``params.task``) and returns a :class:`~mcpkit.client.TaskHandle`
+        (``await handle.result()``), already complete when the server answers at once. A call
+        answered with a task otherwise (the client declared the extension in ``capabilities``)
+        is waited for, and its result returned.
         """
-        from . import _tasks
+        from . import _tasks, _tasks_legacy
 
         client = cast("Client", self)  # TypedApi is only ever a base of Client
         params: dict[str, Any] = {"name": name}
@@ -248,6 +249,8 @@ class TypedApi:
             assert self._session is not None
             params = self._session.for_task(params, self.capabilities)
         raw = await self._request("tools/call", params, opts)
+        if task and _tasks_legacy.is_created(raw):  # a 2025-11-25 CreateTaskResult
+            return _tasks_legacy.LegacyTaskHandle(client, raw, inputs=self._input)
         if raw.get("resultType") == "task":
             handle = _tasks.TaskHandle(client, raw, inputs=self._input)
             return handle if task else await handle.result()
@@ -256,6 +259,14 @@ class TypedApi:
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"tools/call: malformed result: {exc}") from None
         return _tasks.TaskHandle(client, result=result, inputs=self._input) if task else result
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        """Every task the server keeps for this client (``tasks/list``, every page; 2025-11-25
+        servers with ``capabilities.tasks.list``): the Task objects as sent (``taskId``,
+        ``status``, ``statusMessage``, ``createdAt``, ``ttl``, ``pollInterval``...)."""
+        from ._tasks_legacy import list_tasks
+
+        return await list_tasks(cast("Client", self))
 
     async def read_resource(self, uri: str, *, progress: ProgressCallback | None = None, log_level: str | None = None,
                             on_log: LogCallback | None = None, on_notification: OnNote | None = None,

@@ -80,6 +80,9 @@ class Client(TypedApi, SkillsApi):
     ``http_client`` is an ``httpx.AsyncClient`` to use (it is not closed for you), ``verify``
     is passed to the one made otherwise, ``max_response_bytes`` (16 MiB, as stdio's line limit)
     caps a JSON answer and each SSE line and event (:class:`~mcpkit.errors.ResponseTooLarge`).
+    ``transport``: ``"auto"`` (a URL whose path ends in ``/sse`` is a 2024-11-05 HTTP+SSE server,
+    any other Streamable HTTP, falling back to HTTP+SSE when ``initialize`` is refused with
+    400, 404 or 405), ``"sse"`` or ``"streamable-http"`` (no fallback).
 
     ``restart``: recovery from a dead server (see :class:`~mcpkit.client.Recovery`). By default
     (None) a stdio server that exits is not restarted, and HTTP requests that are safe to repeat
@@ -115,7 +118,10 @@ class Client(TypedApi, SkillsApi):
         verify: Any = True,
         max_response_bytes: int | None = None,
         restart: bool | Recovery | None = None,
+        transport: str = "auto",
     ) -> None:
+        if transport not in ("auto", "sse", "streamable-http"):
+            raise ValueError(f"transport must be 'auto', 'sse' or 'streamable-http', not {transport!r}")
         if mode not in ("auto", "legacy", "modern") and not versions.is_modern(mode):
             raise ValueError(f"mode must be 'auto', 'legacy', 'modern' or a modern protocol version, not {mode!r}")
         self.client_info = client_info or {"name": "mcpkit", "version": __version__}
@@ -142,7 +148,8 @@ class Client(TypedApi, SkillsApi):
         http_given = [name for name, value in (("headers", headers), ("header_provider", header_provider),
                                                ("bearer_token", bearer_token), ("http_client", http_client),
                                                ("max_response_bytes", max_response_bytes))
-                      if value is not None] + (["verify"] if verify is not True else [])
+                      if value is not None] + (["verify"] if verify is not True else []) + \
+            ([f"transport={transport!r}"] if transport != "auto" else [])
         if bearer_token is not None:
             if auth is not None:
                 raise TypeError("give bearer_token or auth, not both")
@@ -153,7 +160,7 @@ class Client(TypedApi, SkillsApi):
             self.capabilities["extensions"] = {**declared, **(self.capabilities.get("extensions") or {})}
         self._slot = Slot(self._make_transport(
             target, env=env, cwd=cwd, stderr=stderr, http_given=http_given,
-            http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
+            transport=transport, http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
                           "verify": verify, **({} if max_response_bytes is None else
                                                {"max_response_bytes": max_response_bytes})}))
         self.transport.on_notification = self._notify_cb
@@ -190,7 +197,7 @@ class Client(TypedApi, SkillsApi):
         return self._session.initialize_result if self._session is not None else None
 
     def _make_transport(self, target: Any, *, env: dict[str, str] | None, cwd: str | None, stderr: Any,
-                        http_given: list[str], http_options: dict[str, Any]) -> ClientTransport:
+                        http_given: list[str], transport: str, http_options: dict[str, Any]) -> ClientTransport:
         if not isinstance(target, (str, list, tuple)):
             from ._memory import MemoryTransport, is_server
 
@@ -200,9 +207,15 @@ class Client(TypedApi, SkillsApi):
             target = target[0]
         if isinstance(target, str) and target.startswith(("http://", "https://")):
             from ._http import HttpTransport
+            from ._sse_legacy import SseTransport, is_sse_url
 
             self._era_key = era_key(target)
-            return HttpTransport(target, auth_headers=self._auth_headers if self.auth is not None else None, **http_options)
+            auth_headers = self._auth_headers if self.auth is not None else None
+            if transport == "sse" or (transport == "auto" and is_sse_url(target)):
+                if self.mode != "auto" and self.mode != "legacy":
+                    raise ValueError(f"mode={self.mode!r}: the HTTP+SSE transport carries only 2025-11-25 and earlier")
+                return SseTransport(target, auth_headers=auth_headers, **http_options)
+            return HttpTransport(target, auth_headers=auth_headers, sse_fallback=transport == "auto", **http_options)
         if http_given:
             raise TypeError(f"unexpected options for a stdio server: {', '.join(http_given)}")
         argv = shlex.split(target) if isinstance(target, str) else list(target)

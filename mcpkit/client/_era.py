@@ -151,10 +151,10 @@ class Negotiation:
     async def settle(self) -> EraSession:
         """Connect-time: the era from the mode, the cache or a probe; for a legacy server the
         ``initialize`` handshake is done when this returns."""
-        kind = self.link.slot.transport.capabilities.kind
-        if kind == "memory":
+        caps = self.link.slot.transport.capabilities
+        if caps.kind == "memory":
             return ModernSession()  # a Server object in this process speaks 2026-07-28
-        if self.mode == "legacy":
+        if self.mode == "legacy" or caps.legacy_only:
             return await self.initialize()
         if self.mode != "auto":
             return ModernSession()
@@ -268,6 +268,11 @@ class Negotiation:
                   "clientInfo": self.client_info}
         req = OutgoingRequest("initialize", params, timeout=self.timeout, stamp_meta=False)
         resp = await self.link.send(req)
+        if resp.message is None or resp.message.error is not None:
+            other = await transport.fallback(resp)  # HTTP 400/404/405: maybe a 2024-11-05 HTTP+SSE server
+            if other is not None:
+                slot.transport = other
+                return await self.handshake()
         msg = resp.require_message()
         if msg.error is not None:
             e = msg.error

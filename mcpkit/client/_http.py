@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import ResponseTooLarge, TransportError
+from ..errors import HttpStatusError, ResponseTooLarge, TransportError
 from ..protocol import codec, sse
 from ..protocol import headers as H
 from ..protocol import meta as M
@@ -69,8 +69,11 @@ class HttpTransport(ClientTransport):
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, header_provider: HeaderProvider | None = None,
                  http_client: httpx.AsyncClient | None = None, verify: Any = True,
                  auth_headers: AuthHeaders | None = None,
-                 max_response_bytes: int = _limits.DEFAULT_MAX_RESPONSE_BYTES) -> None:
+                 max_response_bytes: int = _limits.DEFAULT_MAX_RESPONSE_BYTES, sse_fallback: bool = True) -> None:
         self.url = url
+        #: Whether a refused ``initialize`` (HTTP 400, 404, 405) tries the 2024-11-05 HTTP+SSE
+        #: transport at the same URL, as the spec's backwards-compatibility rules describe.
+        self.sse_fallback = sse_fallback
         #: The largest JSON answer, SSE line or SSE event read (bytes).
         self.max_response_bytes = _limits.check_limit(max_response_bytes)
         self.static_headers = dict(headers or {})
@@ -106,12 +109,34 @@ class HttpTransport(ClientTransport):
             return self
         new = cls(self.url, headers=self.static_headers, header_provider=self.header_provider,
                   http_client=self._given_client, verify=self._verify, auth_headers=self.auth_headers,
-                  max_response_bytes=self.max_response_bytes)
+                  max_response_bytes=self.max_response_bytes, sse_fallback=self.sse_fallback)
         new.on_notification = self.on_notification
         new.on_request = self.on_request
         if self._client is not None:  # hand the open pool over
             new._client, new._owns_client = self._client, self._owns_client
             self._owns_client = False
+        return new
+
+    async def fallback(self, refusal: Response) -> ClientTransport | None:
+        """After ``initialize`` was refused with HTTP 400, 404 or 405: GET the URL, and if it
+        opens an event stream whose first event is ``endpoint``, the HTTP+SSE transport on it."""
+        from ._sse_legacy import FALLBACK_STATUSES, NotSse, SseTransport
+
+        if not self.sse_fallback or refusal.status not in FALLBACK_STATUSES:
+            return None
+        new = SseTransport(self.url, headers=self.static_headers, header_provider=self.header_provider,
+                           http_client=self._given_client, verify=self._verify, auth_headers=self.auth_headers,
+                           max_response_bytes=self.max_response_bytes)
+        new.on_notification, new.on_request = self.on_notification, self.on_request
+        new.adopt_pool(self._client, False)
+        try:
+            await new.start()
+        except (NotSse, HttpStatusError) as exc:
+            log.info("initialize got HTTP %s and the URL is no HTTP+SSE endpoint either: %s", refusal.status, exc)
+            return None
+        log.info("initialize got HTTP %s; %s speaks the 2024-11-05 HTTP+SSE transport", refusal.status, self.url)
+        new.adopt_pool(self._client, self._owns_client)  # the pool goes with the connection
+        self._owns_client = False
         return new
 
     # ------------------------------------------------------------ headers

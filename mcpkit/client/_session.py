@@ -8,7 +8,7 @@ each request       ``_meta``: version, capabilities, info    only a progress tok
 -32022             re-send with a version from ``supported``  (not a 2025-11-25 error)
 a stale verdict    an answer of the other era: re-negotiate  (settled by initialize)
 the card           the probe's DiscoverResult, once           built from the initialize result
-tasks              declared per request (the extension)      not declared
+tasks              declared per request (the extension)      ``params.task`` (2025-11-25 tasks)
 change streams     ``subscriptions/listen``                   the notifications the session pushes
 =================  ========================================  ======================================
 
@@ -178,6 +178,11 @@ class LegacySession(EraSession):
 
     def take_card(self, reuse: bool) -> dict[str, Any] | None:
         return discover_from_initialize(self.legacy_version, self.initialize_result)
+
+    def for_task(self, params: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
+        from ._tasks_legacy import augment
+
+        return augment(params, self.initialize_result)  # 2025-11-25 tasks: params.task
 
     def changes(self, feeds: ChangeFeeds, tools: bool, prompts: bool, resources_list: bool,
                 resources: Sequence[str]) -> AsyncGenerator[Notification, None]:

@@ -39,6 +39,9 @@ class Capabilities:
     #: Requests carry ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` headers mirroring the body:
     #: tool annotations matter, and a -32020 header mismatch is worth a re-list and retry.
     supports_header_mirroring: bool = False
+    #: Only ``initialize``-handshake sessions (2025-11-25 and earlier) travel over it (the
+    #: 2024-11-05 HTTP+SSE transport): no era probe, the handshake at once.
+    legacy_only: bool = False
 
     @property
     def http(self) -> bool:
@@ -150,6 +153,11 @@ class ClientTransport(abc.ABC):
         connection (HTTP: a 2025-11-25 session vs stateless POSTs). A new transport takes
         over this one's connection pool and callbacks."""
         return self
+
+    async def fallback(self, refusal: Response) -> ClientTransport | None:
+        """The transport to use instead after the ``initialize`` handshake got ``refusal`` (HTTP:
+        a 2024-11-05 HTTP+SSE server at the same URL, started), or None to keep this one."""
+        return None
 
     def session_started(self, version: str) -> None:
         """A 2025-11-25 ``initialize`` settled on ``version`` (sent on later requests)."""

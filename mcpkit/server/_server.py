@@ -30,6 +30,8 @@ from ._resolve import required_scopes
 from ._state import KeyRing, StateSealer
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..extensions import Extension
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
     from ..proxy import Mount, Mounts
@@ -247,6 +249,15 @@ class Server(Registrations):
             raise ValueError(f"{ext_id!r} is not a valid extension identifier (prefix/name)")
         self._extensions[ext_id] = dict(settings or {})
         self._refresh_capabilities()
+
+    @classmethod
+    def from_openapi(cls, spec: dict[str, Any] | str, client: httpx.AsyncClient, *, name: str | None = None,
+                     include: set[str] | None = None) -> Server:
+        """A server whose tools are the operations of the OpenAPI document ``spec``, each sent
+        through ``client`` (its base URL, headers and auth apply): see :mod:`mcpkit.openapi`."""
+        from ..openapi import from_openapi
+
+        return from_openapi(spec, client, name=name, include=include)
 
     def use(self, extension: E) -> E:
         """Install ``extension`` (an :class:`mcpkit.extensions.Extension`) and return it.
