@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import MCPKitError, ProtocolError, SkillVerificationError
+from ..frontmatter import parse_frontmatter
 from ..protocol import skills as S
 
 if TYPE_CHECKING:
@@ -239,7 +240,7 @@ class SkillsApi:
             data = await _verified(self, want)
         try:
             text = data.decode("utf-8")
-            found = S.parse_frontmatter(text)
+            found = parse_frontmatter(text)
         except (UnicodeDecodeError, S.SkillFormatError) as exc:
             raise SkillVerificationError(f"{uri}: {exc}: not loaded") from None
         if not _same(found, entry.frontmatter):

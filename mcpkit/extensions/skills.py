@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
+from ..frontmatter import parse_frontmatter
 from ..protocol import errors
 from ..protocol import types as t
 from ..protocol.skills import (
@@ -65,7 +66,6 @@ from ..protocol.skills import (
     check_prefix,
     digest,
     not_a_directory,
-    parse_frontmatter,
     unknown_skill,
 )
 from . import Extension

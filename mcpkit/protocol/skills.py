@@ -141,42 +141,6 @@ def skill_root(uri: str) -> str:
     return uri[: -len("/" + SKILL_MD)] if uri.endswith("/" + SKILL_MD) else uri
 
 
-def _yaml() -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module("yaml")  # optional: pip install 'mcpkit[skills]'
-    except ImportError:
-        raise SkillFormatError("reading a SKILL.md frontmatter needs PyYAML: pip install 'mcpkit[skills]'") from None
-
-
-def _yaml_loader() -> Any:
-    yaml = _yaml()
-    Loader: Any = type("Loader", (yaml.SafeLoader,), {})
-
-    dropped = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp"}
-    Loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag not in dropped]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                 list("tTfF"))
-
-    def mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if key in seen:
-                raise SkillFormatError(f"duplicate frontmatter key {key!r}")
-            seen.add(key)
-        out: dict[Any, Any] = loader.construct_mapping(node, deep=True)
-        return out
-
-    Loader.add_constructor("tag:yaml.org,2002:map", mapping)
-    return Loader
-
-
-_LOADER: Any = None
 
 
 def _check_json(value: Any, where: str) -> None:
@@ -199,26 +163,20 @@ def _check_json(value: Any, where: str) -> None:
     raise SkillFormatError(f"frontmatter {where}: a {type(value).__name__} is not JSON")
 
 
-def parse_frontmatter(text: str) -> dict[str, Any]:
-    """The YAML frontmatter at the top of a SKILL.md, as a JSON object.
-
-    SkillFormatError when there is none, it is not YAML, not a mapping, not JSON, or lacks a
-    non-empty string ``name`` and ``description``. The name is not checked here (a host
-    compares it with the URI; :func:`check_name` checks the rules).
-    """
-    global _LOADER
+def frontmatter_block(text: str) -> str:
+    """The YAML text of a SKILL.md's frontmatter; SkillFormatError when there is none.
+    (Parsing the YAML needs PyYAML, which this pure core does not import: see
+    ``mcpkit.frontmatter.parse_frontmatter``.)"""
     body = text[1:] if text.startswith("\ufeff") else text
     m = _FRONTMATTER_RE.match(body)
     if m is None:
         raise SkillFormatError("SKILL.md must begin with a YAML frontmatter block between '---' lines")
-    if _LOADER is None:
-        _LOADER = _yaml_loader()
-    yaml = _yaml()
+    return m.group(1)
 
-    try:
-        data = yaml.load(m.group(1), Loader=_LOADER)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise SkillFormatError(f"SKILL.md frontmatter is not valid YAML: {exc}") from None
+
+def check_frontmatter(data: Any) -> dict[str, Any]:
+    """The parsed frontmatter, checked: a JSON object with a non-empty string ``name`` and
+    ``description`` (the name's rules are :func:`check_name`'s); SkillFormatError otherwise."""
     if not isinstance(data, dict):
         raise SkillFormatError("SKILL.md frontmatter must be a YAML mapping")
     _check_json(data, "")
