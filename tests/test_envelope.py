@@ -33,9 +33,7 @@ class Counting:
     def __init__(self, server: Server) -> None:
         self.inner = server
         self.calls: Counter[str] = Counter()
-        self.legacy = server.legacy
-        self.auth = server.auth
-        self.session_store = server.session_store
+        self.serving = server.serving
 
     def serve(self, req: Any, envelope: Any) -> Any:
         self.calls["serve"] += 1

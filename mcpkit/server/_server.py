@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..extensions import Extension
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
     from ..proxy import Mount, Mounts
-    from ..transports import Dispatcher, SendRaw, SessionStore
+    from ..transports import Dispatcher, SendRaw, Serving, SessionStore
     from ._legacy import LegacySession
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
@@ -481,6 +481,13 @@ class Server(Registrations):
             run_http_server(self, **kwargs)  # applies self.auth (unless another auth= is given)
         else:
             raise ValueError(f"unknown transport {transport!r}")
+
+    @property
+    def serving(self) -> Serving:
+        """What transports read when they start serving this server (:class:`mcpkit.transports.Dispatcher`)."""
+        from ..transports import Serving
+
+        return Serving(legacy=self.legacy, auth=self.auth, session_store=self.session_store)
 
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
         """This server as an ASGI application serving Streamable HTTP at ``path`` (protected by

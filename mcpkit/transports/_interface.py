@@ -59,23 +59,25 @@ class LegacyPeer(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """How a server asks to be served, read once when a transport starts serving it."""
+
+    #: Whether 2025-11-25 clients are served too (the ``initialize`` handshake).
+    legacy: bool
+    #: The server's own OAuth protection for HTTP (None: open), unless the app is given another.
+    auth: Authenticator | None = None
+    #: Where legacy HTTP sessions live when workers share them (None: this process).
+    session_store: SessionStore | None = None
+
+
 class Dispatcher(Protocol):
-    """The server as transports see it: three settings, one call per request, and the
-    legacy sessions' factory."""
+    """The server as transports see it: its serving settings, one call per request, the
+    scopes a request needs (for a 401 challenge), and the legacy sessions' factory."""
 
     @property
-    def legacy(self) -> bool:
-        """Whether 2025-11-25 clients are served too (the ``initialize`` handshake)."""
-        ...
-
-    @property
-    def auth(self) -> Authenticator | None:
-        """The server's own OAuth protection for HTTP (None: open), unless the app is given another."""
-        ...
-
-    @property
-    def session_store(self) -> SessionStore | None:
-        """Where legacy HTTP sessions live when workers share them (None: this process)."""
+    def serving(self) -> Serving:
+        """How to serve this server (fixed for an app or a stdio loop once it starts)."""
         ...
 
     def serve(self, req: codec.Request, envelope: Envelope) -> Coroutine[Any, Any, codec.Reply]:

@@ -82,7 +82,7 @@ class Opening:
 
 def answer_opening(server: Dispatcher, in_fd: int, write: Callable[[bytes], None]) -> Opening:
     """Answer discover/list requests synchronously until one needs the event loop or EOF."""
-    opening = Opening(routing.StdioRouter(legacy=server.legacy))
+    opening = Opening(routing.StdioRouter(legacy=server.serving.legacy))
     buf = b""
     while True:
         try:

@@ -73,11 +73,12 @@ class HttpApp:
         public_url: str | None = None,
     ) -> None:
         self.server = server
+        serving = server.serving
         self.path = path.rstrip("/") or "/"
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
         #: OAuth protection (``mcpkit.auth.server.ResourceServerAuth``): ``auth``, else the
         #: server's own ``Server(auth=...)``; None (open to all) only when neither is set.
-        self.auth: Authenticator | None = _resource.serving_auth(server, auth)
+        self.auth: Authenticator | None = auth if auth is not None else serving.auth
         auth = self.auth
         #: The protected resource URL when fixed (the auth's ``resource=``, else ``public_url``);
         #: None: the local address of each request's socket (never a request header).
@@ -86,9 +87,9 @@ class HttpApp:
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
-        self.legacy = server.legacy
+        self.legacy = serving.legacy
         if session_store is None:
-            session_store = server.session_store  # a server backed by a shared store brings its own
+            session_store = serving.session_store  # a server backed by a shared store brings its own
         self.legacy_endpoint = LegacyEndpoint(
             server, idle_timeout=session_idle_timeout, max_sessions=max_sessions, keepalive=keepalive_interval,
             store=session_store, max_per_client=max_sessions_per_client, unused_timeout=session_unused_timeout)

@@ -43,7 +43,7 @@ class StdioServerSession:
         self.write = write
         #: Carried over from the synchronous opening, when there was one.
         self.router: routing.StdioRouter[LegacyPeer] = router if router is not None else routing.StdioRouter(
-            legacy=server.legacy)
+            legacy=server.serving.legacy)
         self.inflight: dict[codec.RequestId, asyncio.Task[None]] = {}
         self.listens: set[asyncio.Task[None]] = set()  # open subscriptions/listen handlers
 
