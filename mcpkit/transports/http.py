@@ -50,6 +50,9 @@ _DISPATCH_STATUS = {errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400, errors.UNSUP
 
 _WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"content-type", b"authorization",
                              b"last-event-id", b"dpop"})
+#: Header names as ``str``, decoded once: the wanted ones and the standard ``Mcp-*`` ones.
+_NAMES = {k: k.decode("latin-1") for k in _WANTED_HEADERS | {
+    b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"mcp-session-id"}}
 
 
 class HttpApp:
@@ -147,11 +150,15 @@ class HttpApp:
             await _asgi.respond_plain(send, 404, b"Not Found")
             return None
         hdrs: dict[str, str] = {}
+        names = _NAMES
         for k, v in scope["headers"]:
-            if k[:4] == b"mcp-" or k in _WANTED_HEADERS:
-                name = k.decode("latin-1")
-                value = v.decode("latin-1")
-                hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
+            name = names.get(k)
+            if name is None:
+                if k[:4] != b"mcp-":
+                    continue
+                name = k.decode("latin-1")  # Mcp-Param-* and other Mcp- headers
+            value = v.decode("latin-1")
+            hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
         if not self.policy.host_ok(hdrs.get("host")) or not self.policy.origin_ok(hdrs.get("origin")):
             await _asgi.respond_error(send, 403, FORBIDDEN_HOST)
             return None
