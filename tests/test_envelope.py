@@ -36,6 +36,7 @@ class Counting:
         self.legacy = server.legacy
         self.auth = server.auth
         self.session_store = server.session_store
+        self.http_routes = server.http_routes
 
     def serve(self, req: Any, envelope: Any) -> Any:
         self.calls["serve"] += 1

@@ -262,7 +262,8 @@ class Server(Registrations):
     def use(self, extension: E) -> E:
         """Install ``extension`` (an :class:`mcpkit.extensions.Extension`) and return it.
 
-        Advertises ``capabilities.extensions[extension.id] = extension.settings()``, then
+        Advertises ``capabilities.extensions[extension.id] = extension.settings()`` (unless
+        the class says ``advertised = False``), then
         calls ``extension.install(self)`` (which registers its methods and wrappers through
         the public hooks). From then on tools may carry its options
         (``tool(extensions={extension.id: ...})``) and handlers reach its helper with
@@ -281,7 +282,8 @@ class Server(Registrations):
         previous = self._extensions.get(ext_id)
         self._installed[ext_id] = extension
         try:
-            self.add_extension(ext_id, extension.settings())
+            if extension.advertised:
+                self.add_extension(ext_id, extension.settings())
             extension.install(self)
         except BaseException:
             del self._installed[ext_id]

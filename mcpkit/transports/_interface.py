@@ -17,6 +17,7 @@ from ._envelope import Envelope as Envelope
 
 if TYPE_CHECKING:
     from ._http_legacy import SessionStore
+    from .routes import HttpRoute
 
 #: Sends one notification (method, params) on a request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -76,6 +77,11 @@ class Dispatcher(Protocol):
     @property
     def session_store(self) -> SessionStore | None:
         """Where legacy HTTP sessions live when workers share them (None: this process)."""
+        ...
+
+    @property
+    def http_routes(self) -> Mapping[str, HttpRoute]:
+        """Extra read-only HTTP routes to mount beside the MCP endpoint (:mod:`.routes`)."""
         ...
 
     def serve(self, req: codec.Request, envelope: Envelope) -> Coroutine[Any, Any, codec.Reply]:
