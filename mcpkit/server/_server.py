@@ -5,7 +5,8 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+import contextlib
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -330,6 +331,25 @@ class Server(Registrations):
         self._refresh_capabilities()
         self._publish(Change(kind))
 
+    #: Changes held by :meth:`batch_changes` (None: published at once).
+    _held: dict[Change, None] | None = None
+
+    @contextlib.contextmanager
+    def batch_changes(self) -> Iterator[None]:
+        """Hold change notifications while several registrations change, then publish each
+        distinct one once (one ``list_changed`` per kind, one update per URI), in order.
+        Nested batches publish when the outermost ends."""
+        if self._held is not None:
+            yield
+            return
+        self._held = {}
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for change in held:
+                self._publish(change)
+
     # ---------------------------------------------------------------- change notifications
     def notify_tools_changed(self) -> None:
         """Tell ``subscriptions/listen`` streams that opted in that the tool list changed."""
@@ -348,6 +368,9 @@ class Server(Registrations):
         self._publish(Change("resource_updated", uri))
 
     def _publish(self, change: Change) -> None:
+        if self._held is not None:
+            self._held[change] = None
+            return
         self.bus.publish(change)
 
     def close_listeners(self) -> None:
