@@ -275,3 +275,42 @@ def test_route_hook_rules() -> None:
         mount({"m": HttpRoute("/mcp", _ok)}, "/mcp")
     with pytest.raises(ValueError, match="two routes"):
         mount({"a": HttpRoute("a", _ok), "b": HttpRoute("/mcp/a", _ok)}, "/mcp")
+
+
+# ---------------------------------------------------------------- in process: OAuth, a broken route
+class _NoTokens:
+    async def verify(self, token: str, request: Any) -> Any:
+        return None
+
+
+def _asgi_get(app: Any, path: str, **headers: str) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+            return await client.get(path, headers=headers)
+
+    return run(go())
+
+
+def test_card_needs_no_token_on_a_protected_server() -> None:
+    from mcpkit.auth.server import ResourceServerAuth
+
+    auth = ResourceServerAuth(_NoTokens(), resource="http://127.0.0.1:8000/mcp", authorization_servers=["https://as"],
+                              scopes=["mcp"])
+    server = Server("w", "1.0.0", description="Protected", auth=auth)
+    server.use(ServerCard(name="com.example/w"))
+    app = server.http_app()
+    assert _asgi_get(app, "/mcp/server-card").json()["name"] == "com.example/w"
+    assert _asgi_get(app, C.CATALOG_PATH).status_code == 200
+    mcp = _asgi_get(app, "/mcp", Accept="text/event-stream")
+    assert mcp.status_code == 401  # the MCP endpoint itself still wants a token
+
+
+def test_a_failing_route_is_a_500() -> None:
+    async def broken(request: HttpRequest) -> HttpResponse:
+        raise RuntimeError("boom")
+
+    server = Server("s")
+    server.add_http_route("broken", broken)
+    r = _asgi_get(server.http_app(), "/mcp/broken")
+    assert r.status_code == 500 and r.text == "Internal Server Error"

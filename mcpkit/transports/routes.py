@@ -27,6 +27,7 @@ path that is not the MCP endpoint's).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -125,7 +126,11 @@ async def serve(route: HttpRoute, scope: dict[str, Any], send: Callable[[dict[st
     else:
         request = HttpRequest("GET" if method == "HEAD" else method, scope["path"], scope.get("query_string", b""),
                               headers, mcp_path, scope.get("scheme", "http"))
-        response = await route.handler(request)
+        try:
+            response = await route.handler(request)
+        except Exception:  # a broken handler is a 500, logged; the connection stays usable
+            logging.getLogger("mcpkit.http").exception("the HTTP route %s failed", route.path)
+            response = HttpResponse(500, b"Internal Server Error", [("content-type", "text/plain")])
     body = b"" if method == "HEAD" or response.status in (204, 304) else response.body
     raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
     if response.status not in (204, 304):
