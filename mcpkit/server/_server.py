@@ -5,7 +5,8 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+import contextlib
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -262,7 +263,8 @@ class Server(Registrations):
     def use(self, extension: E) -> E:
         """Install ``extension`` (an :class:`mcpkit.extensions.Extension`) and return it.
 
-        Advertises ``capabilities.extensions[extension.id] = extension.settings()``, then
+        Advertises ``capabilities.extensions[extension.id] = extension.settings()`` (unless
+        the class says ``advertised = False``), then
         calls ``extension.install(self)`` (which registers its methods and wrappers through
         the public hooks). From then on tools may carry its options
         (``tool(extensions={extension.id: ...})``) and handlers reach its helper with
@@ -281,7 +283,8 @@ class Server(Registrations):
         previous = self._extensions.get(ext_id)
         self._installed[ext_id] = extension
         try:
-            self.add_extension(ext_id, extension.settings())
+            if extension.advertised:
+                self.add_extension(ext_id, extension.settings())
             extension.install(self)
         except BaseException:
             del self._installed[ext_id]
@@ -328,6 +331,25 @@ class Server(Registrations):
         self._refresh_capabilities()
         self._publish(Change(kind))
 
+    #: Changes held by :meth:`batch_changes` (None: published at once).
+    _held: dict[Change, None] | None = None
+
+    @contextlib.contextmanager
+    def batch_changes(self) -> Iterator[None]:
+        """Hold change notifications while several registrations change, then publish each
+        distinct one once (one ``list_changed`` per kind, one update per URI), in order.
+        Nested batches publish when the outermost ends."""
+        if self._held is not None:
+            yield
+            return
+        self._held = {}
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for change in held:
+                self._publish(change)
+
     # ---------------------------------------------------------------- change notifications
     def notify_tools_changed(self) -> None:
         """Tell ``subscriptions/listen`` streams that opted in that the tool list changed."""
@@ -346,6 +368,9 @@ class Server(Registrations):
         self._publish(Change("resource_updated", uri))
 
     def _publish(self, change: Change) -> None:
+        if self._held is not None:
+            self._held[change] = None
+            return
         self.bus.publish(change)
 
     def close_listeners(self) -> None:
@@ -487,7 +512,8 @@ class Server(Registrations):
         """What transports read when they start serving this server (:class:`mcpkit.transports.Dispatcher`)."""
         from ..transports import Serving
 
-        return Serving(legacy=self.legacy, auth=self.auth, session_store=self.session_store)
+        return Serving(legacy=self.legacy, auth=self.auth, session_store=self.session_store,
+                       http_routes=self.http_routes)
 
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
         """This server as an ASGI application serving Streamable HTTP at ``path`` (protected by

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import codec, errors
@@ -17,6 +17,7 @@ from ._envelope import Envelope as Envelope
 
 if TYPE_CHECKING:
     from ._http_legacy import SessionStore
+    from .routes import HttpRoute
 
 #: Sends one notification (method, params) on a request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -69,6 +70,8 @@ class Serving:
     auth: Authenticator | None = None
     #: Where legacy HTTP sessions live when workers share them (None: this process).
     session_store: SessionStore | None = None
+    #: Extra read-only HTTP routes to mount beside the MCP endpoint (:mod:`.routes`), by path.
+    http_routes: Mapping[str, HttpRoute] = field(default_factory=dict)
 
 
 class Dispatcher(Protocol):

@@ -20,7 +20,7 @@ from typing import Any, assert_never
 
 from ..protocol import codec, errors, routing
 from ..protocol.routing import OpenSession, ServeModern
-from . import _asgi, _limits, _resource
+from . import _asgi, _limits, _resource, routes
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
 from ._envelope import Envelope
 from ._gate import FORBIDDEN_HOST, PRM_PREFIX, Gate
@@ -98,6 +98,8 @@ class HttpApp:
             store=session_store, max_per_client=max_sessions_per_client, unused_timeout=session_unused_timeout)
         #: The live legacy sessions (empty when the server serves 2026-07-28 only).
         self.sessions = self.legacy_endpoint.sessions
+        #: Extra HTTP routes beside the MCP endpoint (server cards...), by absolute path.
+        self.routes = routes.mount(serving.http_routes, self.path)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """guard -> authenticate -> read -> decode -> route -> serve -> respond."""
@@ -146,6 +148,9 @@ class HttpApp:
         if path != self.path and path.rstrip("/") != self.path:
             if self.gate is not None and path.startswith(PRM_PREFIX):
                 await self.gate.metadata(scope, send)
+                return None
+            if self.routes and (route := self.routes.get(path)) is not None:
+                await routes.serve(route, scope, send, self.policy.host_ok, self.path)
                 return None
             await _asgi.respond_plain(send, 404, b"Not Found")
             return None
