@@ -19,6 +19,8 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: mcpkit's code for a request over its rate limit (``data.retryAfter``: seconds); HTTP answers it 429.
 RATE_LIMITED = -32029
+#: mcpkit's code for a tool call over its budget (``data.limit``: ``maxSeconds`` or ``maxBodyBytes``).
+BUDGET_EXCEEDED = -32030
 #: Legacy (2025-11-25 and earlier) "resource not found"; never emitted to modern clients.
 LEGACY_RESOURCE_NOT_FOUND = -32002
 

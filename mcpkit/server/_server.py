@@ -24,6 +24,7 @@ from ._dispatch import serve as serve_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
 from ._once import MemoryUsedStates, UsedStates
+from ._operate import Lifespan, Operations
 from ._primitives import CacheScope, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._register import CompletionHandler, Registrations, _scopes
 from ._resolve import required_scopes
@@ -49,7 +50,7 @@ def _has_modern_meta(raw_params: Any) -> bool:
     return isinstance(meta, dict) and M.PROTOCOL_VERSION in meta
 
 
-class Server(Registrations):
+class Server(Registrations, Operations):
     """An MCP server: declare tools, resources and prompts, then run it on a transport.
 
     One ``Server`` serves every request on its own: each carries its version and client
@@ -85,6 +86,7 @@ class Server(Registrations):
         task_store: TaskStore | None = None,
         session_store: SessionStore | None = None,
         expose_errors: bool = False,
+        lifespan: Lifespan | None = None,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -111,6 +113,9 @@ class Server(Registrations):
         #: A tool's unexpected exception reaches the client as ``Error executing tool NAME``
         #: (the exception is logged); True adds the exception's text (it may hold secrets).
         self.expose_errors = expose_errors
+        #: ``lifespan(server)``: an async context manager run once per process around serving;
+        #: what it yields is ``ctx.lifespan`` (see :mod:`._operate`).
+        self.lifespan = lifespan
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: dict[str, TemplateDef] = {}
@@ -471,16 +476,19 @@ class Server(Registrations):
                              "'streamable-http' is accepted too)")
         hand_over(self)
         _auto_telemetry(self, transport)
-        if transport == "stdio":
-            from ..transports import run_stdio_server
+        from ..errors import LifespanError
 
-            run_stdio_server(self, **kwargs)
-        elif transport == "http":
-            from ..transports.http import run_http_server
+        try:
+            if transport == "stdio":
+                from ..transports import run_stdio_server
 
-            run_http_server(self, **kwargs)  # applies self.auth (unless another auth= is given)
-        else:
-            raise ValueError(f"unknown transport {transport!r}")
+                run_stdio_server(self, **kwargs)
+            else:
+                from ..transports.http import run_http_server
+
+                run_http_server(self, **kwargs)  # applies self.auth (unless another auth= is given)
+        except LifespanError as exc:
+            raise SystemExit(f"mcpkit: {exc}") from None  # one line, exit status 1
 
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
         """This server as an ASGI application serving Streamable HTTP at ``path`` (protected by

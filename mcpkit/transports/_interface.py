@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -105,6 +106,20 @@ class Dispatcher(Protocol):
 
     def close_listeners(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (before shutdown)."""
+        ...
+
+    @property
+    def lifespan(self) -> Any:
+        """The server's lifespan factory, or None (then :meth:`running` does nothing)."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Runs the lifespan around serving: transports enter it once per process; a
+        failure on the way in is :class:`~mcpkit.errors.LifespanError`."""
+        ...
+
+    async def readiness(self, timeout: float = ...) -> dict[str, str]:
+        """The readiness checks that fail, by name (``{}``: ready), for ``GET /readyz``."""
         ...
 
 
