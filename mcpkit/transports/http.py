@@ -149,7 +149,10 @@ class HttpApp:
             await _Exchange(self, msg, hdrs, receive, send, principal, resource, peer).run()
         elif isinstance(route, OpenSession):
             assert type(msg) is codec.Request
-            await self.legacy_endpoint.initialize(msg, send, principal, scope.get("client"))
+            client = scope.get("client")
+            if self.trusted_proxies is not None and client:  # the session quota's caller, as ctx.peer
+                client = (self.trusted_proxies.peer(client[0], scope["headers"]),)
+            await self.legacy_endpoint.initialize(msg, send, principal, client)
         else:
             await self._settle(route, msg, send, principal, resource)
 
