@@ -6,6 +6,7 @@ stdin EOF and on SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -212,7 +213,7 @@ def test_http_runs_the_lifespan_once_and_stops_it_on_sigterm(tmp_path: Path) -> 
 def test_two_workers_each_run_their_own_lifespan(tmp_path: Path) -> None:
     redis = RedisServer()
     redis.start()
-    proc, url, log = serve_http(tmp_path, "--workers", "2", "--redis", redis.url)
+    proc, url, log = serve_http(tmp_path, "--workers", "2", "--redis", redis.url, "--log-format", "json")
     try:
         assert wait_for(lambda: len(events(log)) == 2), events(log)
         starts = {pid for kind, pid in events(log) if kind == "start"}
@@ -223,6 +224,10 @@ def test_two_workers_each_run_their_own_lifespan(tmp_path: Path) -> None:
         proc.wait(20)
         stops = {pid for kind, pid in events(log) if kind == "stop"}
         assert stops == starts
+        assert proc.stderr is not None
+        logged = [json.loads(line) for line in proc.stderr.read().decode().splitlines() if line.startswith("{")]
+        calls = [x for x in logged if x["method"] == "tools/call"]
+        assert len(calls) == 20 and {x["transport"] for x in calls} == {"http"}  # the workers log too
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
