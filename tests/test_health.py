@@ -196,3 +196,24 @@ def test_peer_aware_is_a_deprecated_no_op() -> None:
     app = object()
     with pytest.warns(DeprecationWarning):
         assert peer_aware(app) is app
+
+
+def test_a_legacy_session_carries_the_address_that_opened_it() -> None:
+    from tests.helpers.messages import LEGACY, init_msg, note, req, single_reply
+
+    def whoami(http: httpx.Client, url: str) -> Any:
+        accept = {"accept": "application/json, text/event-stream"}
+        opened = http.post(url, json=init_msg(LEGACY), headers=accept)
+        sid = opened.headers["mcp-session-id"]
+        session = accept | {"mcp-session-id": sid, "mcp-protocol-version": LEGACY}
+        assert http.post(url, json=note("notifications/initialized"), headers=session).status_code == 202
+        answer = http.post(url, json=req(2, "tools/call", {"name": "whoami", "arguments": {}}), headers=session)
+        reply, _ = single_reply(answer.headers["content-type"], answer.text)
+        return reply["result"]["structuredContent"]["peer"]
+
+    with running_server(serve(OPS)) as url:
+        with httpx.Client(timeout=10, trust_env=False) as one, \
+                httpx.Client(timeout=10, trust_env=False,
+                             transport=httpx.HTTPTransport(local_address="127.0.0.2")) as two:
+            assert whoami(one, url) == "127.0.0.1"
+            assert whoami(two, url) == "127.0.0.2"

@@ -541,10 +541,12 @@ class Server(Registrations, Operations):
         return dispatch_request(self, self._chains, req, checked, emit, principal, self._modern, auth)
 
     def dispatch(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
-                 principal: str | None = None, era: Era | None = None, auth: Any = None) -> Coroutine[Any, Any, Reply]:
-        """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs."""
+                 principal: str | None = None, era: Era | None = None, auth: Any = None,
+                 peer: str | None = None) -> Coroutine[Any, Any, Reply]:
+        """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs
+        (and the address that opened them, ``peer``)."""
         return dispatch_request(self, self._chains, req, checked, emit, principal,
-                                era if era is not None else self._modern, auth)
+                                era if era is not None else self._modern, auth, peer)
 
     def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
         params = codec.params_dict(req.params) or {}

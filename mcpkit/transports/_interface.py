@@ -32,6 +32,8 @@ class LegacyPeer(Protocol):
     #: one (and removes it when done) so that ``notifications/cancelled``, which the session
     #: handles, can cancel it; :meth:`close` cancels what is left.
     inflight: dict[Any, asyncio.Task[Any]]
+    #: The address that opened the session over HTTP (the transport sets it): its requests' ``ctx.peer``.
+    address: str | None
 
     @property
     def closed(self) -> bool: ...
