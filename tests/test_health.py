@@ -217,3 +217,16 @@ def test_a_legacy_session_carries_the_address_that_opened_it() -> None:
                              transport=httpx.HTTPTransport(local_address="127.0.0.2")) as two:
             assert whoami(one, url) == "127.0.0.1"
             assert whoami(two, url) == "127.0.0.2"
+
+
+def test_probe_and_proxy_flags_are_for_http_and_checked() -> None:
+    from tests.helpers.cli import mcpkit
+
+    out = mcpkit("serve", "--trust-proxy", "10.0.0.1", OPS)
+    assert out.returncode == 2 and "--trust-proxy is for Streamable HTTP: add --http" in out.stderr
+    out = mcpkit("serve", "--http", "--port", str(free_port()), "--trust-proxy", "proxy.example", OPS)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == ("mcpkit serve: trusted proxy 'proxy.example' is not an IP address "
+                                                   "or network (e.g. 10.0.0.5, 10.0.0.0/8, fd00::/8)"), out.stderr
+    out = mcpkit("serve", "--http", "--port", str(free_port()), "--readyz", "/mcp", OPS)
+    assert out.returncode == 2 and out.stderr.strip().endswith("the ready probe path /mcp is the MCP endpoint's path")
