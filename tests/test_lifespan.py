@@ -260,3 +260,28 @@ def test_an_asgi_server_of_your_own_runs_the_lifespan_through_the_lifespan_proto
 
     run(go())
     assert seen == ["start", "stop"]
+
+
+def test_one_server_runs_its_lifespan_again_on_another_event_loop() -> None:
+    runs: list[int] = []
+
+    @asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[int]:
+        runs.append(len(runs) + 1)
+        yield len(runs)
+
+    server = Server("again", lifespan=lifespan)
+
+    @server.tool()
+    def which(ctx: Context) -> int:
+        return int(ctx.lifespan)
+
+    async def go() -> list[Any]:
+        async def one() -> Any:
+            async with Client(server) as client:
+                return (await client.call_tool("which", {})).structuredContent
+
+        return list(await asyncio.gather(one(), one()))  # two clients at once: one run
+
+    assert run(go()) == [{"result": 1}, {"result": 1}]
+    assert run(go()) == [{"result": 2}, {"result": 2}]  # a new loop, a new run

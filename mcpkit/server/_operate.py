@@ -70,6 +70,9 @@ class Running:
         ops._lifespan_users -= 1
         if ops._lifespan_users > 0:
             return
+        lock = ops._lifespan_lock
+        if lock is not None and not lock.locked():
+            ops._lifespan_lock = None  # (an asyncio lock belongs to one loop; the next run may be on another)
         cm, ops._lifespan_cm = ops._lifespan_cm, None
         if cm is None:
             return
