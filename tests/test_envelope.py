@@ -51,6 +51,14 @@ class Counting:
         self.calls["close_listeners"] += 1
         self.inner.close_listeners()
 
+    def running(self) -> Any:
+        self.calls["running"] += 1
+        return self.inner.running()
+
+    async def readiness(self, timeout: float = 2.0) -> dict[str, str]:
+        self.calls["readiness"] += 1
+        return await self.inner.readiness(timeout)
+
 
 class _Verifier:
     """Tokens are ``scope1+scope2``: the principal holds those scopes."""

@@ -85,6 +85,8 @@ class LegacySession:
         #: The OAuth caller the session is bound to (set by the transport): resource updates
         #: of resources it may not read are not forwarded.
         self.auth: Any = None
+        #: The address that opened the session over HTTP (set by the transport): ``ctx.peer``.
+        self.address: str | None = None
         if state is not None:
             self.apply_state(state)
             if self.version is not None:
@@ -94,7 +96,8 @@ class LegacySession:
     def export_state(self) -> dict[str, Any]:
         """What this session keeps between requests, as plain data (a shared store keeps it)."""
         return {"version": self.version, "capabilities": self.client_capabilities, "clientInfo": self.client_info,
-                "initialized": self.initialized, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions)}
+                "initialized": self.initialized, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions),
+                "address": self.address}
 
     def apply_state(self, state: dict[str, Any]) -> None:
         """Take on the state of this session as another worker left it."""
@@ -104,6 +107,8 @@ class LegacySession:
         self.initialized = bool(state.get("initialized"))
         self.log_level = state.get("logLevel")
         self.subscriptions = set(state.get("subscriptions") or ())
+        address = state.get("address")
+        self.address = address if isinstance(address, str) else None
 
     # ------------------------------------------------------------ inbound
     #: Checks an ``initialize`` before any session exists for it.
@@ -165,8 +170,8 @@ class LegacySession:
         era = LegacyEra(ClientRequests(self, emit_raw))
         if auth is not None:
             return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era, principal=auth.key,
-                                              auth=auth)
-        return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era)
+                                              auth=auth, peer=self.address)
+        return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era, peer=self.address)
 
     def _initialize(self, rid: Any, params: Any) -> Reply:
         if self.version is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +33,8 @@ class LegacyPeer(Protocol):
     #: one (and removes it when done) so that ``notifications/cancelled``, which the session
     #: handles, can cancel it; :meth:`close` cancels what is left.
     inflight: dict[Any, asyncio.Task[Any]]
+    #: The address that opened the session over HTTP (the transport sets it): its requests' ``ctx.peer``.
+    address: str | None
 
     @property
     def closed(self) -> bool: ...
@@ -72,6 +75,9 @@ class Serving:
     session_store: SessionStore | None = None
     #: Extra read-only HTTP routes to mount beside the MCP endpoint (:mod:`.routes`), by path.
     http_routes: Mapping[str, HttpRoute] = field(default_factory=dict)
+    #: Whether the server has a lifespan (``Server(lifespan=...)``) that
+    #: :meth:`Dispatcher.running` enters around serving.
+    lifespan: bool = False
 
 
 class Dispatcher(Protocol):
@@ -110,6 +116,15 @@ class Dispatcher(Protocol):
 
     def close_listeners(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (before shutdown)."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Runs the lifespan around serving: transports enter it once per process; a
+        failure on the way in is :class:`~mcpkit.errors.LifespanError`."""
+        ...
+
+    async def readiness(self, timeout: float = ...) -> dict[str, str]:
+        """The readiness checks that fail, by name (``{}``: ready), for ``GET /readyz``."""
         ...
 
 

@@ -218,6 +218,29 @@ async def serve_stdio(server: Dispatcher, *, drain_timeout: float = 10.0, in_fd:
     await session.drain(drain_timeout)
 
 
+async def serve_stdio_running(server: Dispatcher, **options: Any) -> None:
+    """:func:`serve_stdio` inside the server's lifespan, which ends normally (its shutdown runs)
+    at stdin EOF and on SIGTERM (unless something else, like ``mcpkit serve``, handles it)."""
+    import signal
+    import threading
+
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    handled = (main is not None and threading.current_thread() is threading.main_thread()
+               and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None))
+    if handled:
+        assert main is not None
+        loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    try:
+        async with server.running():
+            await serve_stdio(server, **options)
+    except asyncio.CancelledError:
+        return  # SIGTERM (or the loop closing): the lifespan has shut down
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
 def _pollable(fd: int) -> bool:
     """Whether the event loop can watch ``fd`` (pipes, sockets, ttys; not files or /dev/null)."""
     import select
