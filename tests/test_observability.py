@@ -153,7 +153,10 @@ def test_server_spans_for_every_method(rec: Recorder) -> None:
     refused = by_name["tools/call refuse"]
     assert refused.attributes[C.ERROR_TYPE] == "-32042" and refused.attributes[C.STATUS_CODE] == "-32042"
     assert refused.status.description == "not today"
-    assert by_name["tools/call nope"].attributes[C.ERROR_TYPE] == "-32602"
+    # On the server, -32602 (and the other "the caller sent what cannot be served" codes) is no error.
+    nope = by_name["tools/call nope"]
+    assert nope.attributes[C.STATUS_CODE] == "-32602" and C.ERROR_TYPE not in nope.attributes
+    assert nope.status.status_code == StatusCode.UNSET
     assert by_name["prompts/get greet"].attributes[C.PROMPT_NAME] == "greet"
     assert by_name["resources/read"].attributes[C.RESOURCE_URI] == "test://readme"
     # One duration point set per (method, target, outcome); attributes stay low-cardinality.
