@@ -280,6 +280,51 @@ def test_modern_notifications_both_ways_in_memory(rec: Recorder) -> None:
     assert sent_points and sent_points[0].count == 1
 
 
+def test_modern_notifications_a_server_handles_itself(rec: Recorder, tmp_path: Path) -> None:
+    """stdio: ``notifications/cancelled`` (the transport cancels the handler); HTTP: a
+    notification POSTed to the stateless endpoint (accepted with 202): SERVER spans both."""
+    import httpx
+
+    from mcpkit.client._transport import NoAnswer
+
+    spans_path = tmp_path / "spans.jsonl"
+    env = {"PYTHONPATH": str(ROOT), "OTEL_TEST_SPANS": str(spans_path)}
+
+    async def go() -> None:
+        async with Client([sys.executable, str(OTEL_SERVER)], mode="modern", env=env) as client:
+            with pytest.raises(NoAnswer):
+                await client.call_tool("nap", {"seconds": 30}, timeout=0.5)
+            _wait_spans(spans_path, "notifications/cancelled")
+
+    run(go(), 60)
+    (cancelled,) = _by_name(_spans_file(spans_path), "notifications/cancelled", "SERVER")
+    assert cancelled["attributes"] == {C.METHOD: "notifications/cancelled", C.NETWORK_TRANSPORT: "pipe"}
+    (napped,) = _by_name(_wait_spans(spans_path, "tools/call nap"), "tools/call nap", "SERVER")  # ends after
+    assert napped["attributes"][C.ERROR_TYPE] == "cancelled"
+
+    port = free_port()
+    http_spans = tmp_path / "http.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), str(OTEL_SERVER)],
+                            cwd=str(ROOT), env={**subprocess_env(), "OTEL_TEST_SPANS": str(http_spans)},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        _wait_port(port)
+        parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed",
+                "params": {"_meta": {"traceparent": parent, "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
+        r = httpx.post(f"http://127.0.0.1:{port}/mcp", json=note, timeout=10,
+                       headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"})
+        assert r.status_code == 202, r.text
+        (got,) = _by_name(_wait_spans(http_spans, "notifications/roots/list_changed"),
+                          "notifications/roots/list_changed", "SERVER")
+        assert _tid(got) == 0x4bf92f3577b34da6a3ce929d0e0e4736 and _parent(got) == 0x00f067aa0ba902b7
+        assert got["attributes"][C.PROTOCOL_VERSION] == "2026-07-28" and got["attributes"][C.NETWORK_TRANSPORT] == "tcp"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 # ====================================================================== MRTR and tasks
 def test_one_span_and_one_trace_across_mrtr_rounds(rec: Recorder) -> None:
     server = Server("s")

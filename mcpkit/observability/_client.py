@@ -41,7 +41,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode, 
 
 from ..errors import MCPError, ProtocolError, TransportError
 from . import _conv as C
-from ._spans import Instruments, inject, json_rpc_error, perf
+from ._spans import Instruments, Measured, inject, json_rpc_error, perf
 
 if TYPE_CHECKING:
     from ..client import Around, Client, OnNote
@@ -270,18 +270,6 @@ class ClientTelemetry:
         attrs = self.attributes(client)
         attrs[C.METHOD] = method
         span, inside = inst.receiving(method, attrs, params.get("_meta"))
-        start = perf()
-        error: str | None = None
-        token = context.attach(inside)
-        try:
+        with Measured(inst, span, attrs, inst.server_operation, server=True, inside=inside,
+                      internal=f"the client failed to answer {method}"):
             return await answer(method, params)
-        except MCPError as exc:
-            error = json_rpc_error(span, attrs, exc.code, exc.message, server=True)
-            raise
-        except Exception as exc:
-            json_rpc_error(span, attrs, -32603, str(exc)[:200], server=True)
-            error = type(exc).__qualname__
-            raise
-        finally:
-            context.detach(token)
-            inst.end(span, attrs, error, start, inst.server_operation)

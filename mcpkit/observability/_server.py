@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Status, StatusCode, TracerProvider
 
-from ..errors import MCPError
+from ..protocol import codec
 from ..protocol import types as t
+from ..protocol.meta import PROTOCOL_VERSION as PROTOCOL_VERSION_KEY
 from ..protocol.types import request_target
 from ..server import Context, Handler, InputRequired
 from . import _conv as C
-from ._spans import Instruments, json_rpc_error, perf
+from ._spans import Instruments, Measured, perf
 
 if TYPE_CHECKING:
     from ._session import SessionTelemetry
@@ -62,6 +62,17 @@ class ServerTelemetry:
 
         return SessionTelemetry(self, session, resumed)
 
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """A notification outside any legacy session (stdio ``notifications/cancelled``, or one
+        POSTed to a stateless endpoint): a SERVER span around handling it."""
+        params = codec.params_dict(note.params)
+        attrs = dict(self.network)
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+        if isinstance(version, str):
+            attrs[C.PROTOCOL_VERSION] = version
+        self.instruments.handle_note(note.method, params, attrs, handle)
+
     async def __call__(self, ctx: Context, params: Any, call_next: Handler) -> Any:
         start = perf()
         method = ctx.method
@@ -77,37 +88,21 @@ class ServerTelemetry:
             attrs[C.TOOL_ARGUMENTS] = C.to_json(params.arguments if isinstance(params, t.CallToolParams) else None)
         span, inside = self.instruments.receiving(span_name, attrs, ctx.meta)
         # The handler runs in the span (and with the client's baggage, which the extracted context holds).
-        token = context.attach(inside)
-        ctx.emitter = self._emitter(ctx.emitter, version)
-        error: str | None = None
-        try:
-            result = await call_next(ctx, params)
-        except InputRequired as need:
-            # An MRTR round unwinding: the era answers input_required; not an error.
-            span.add_event("mcp.input_required", {"mcp.input_request.keys": sorted(need.requests)})
-            raise
-        except MCPError as exc:
-            error = json_rpc_error(span, attrs, exc.code, exc.message, server=True)
-            raise
-        except Exception as exc:  # dispatch answers -32603
-            json_rpc_error(span, attrs, -32603, f"Internal error while handling {method}", server=True)
-            error = type(exc).__qualname__
-            span.record_exception(exc)
-            raise
-        except BaseException:  # cancelled (the client went away, or notifications/cancelled)
-            error = "cancelled"
-            span.set_status(Status(StatusCode.ERROR, "cancelled"))
-            raise
-        else:
+        with Measured(self.instruments, span, attrs, self.duration, server=True, inside=inside, start=start,
+                      internal=f"Internal error while handling {method}", quiet=(InputRequired,)) as m:
+            ctx.emitter = self._emitter(ctx.emitter, version)
+            try:
+                result = await call_next(ctx, params)
+            except InputRequired as need:
+                # An MRTR round unwinding: the era answers input_required; not an error.
+                span.add_event("mcp.input_required", {"mcp.input_request.keys": sorted(need.requests)})
+                raise
             if isinstance(result, t.CallToolResult) and result.isError is True:
-                error = C.TOOL_ERROR
+                m.error = C.TOOL_ERROR
                 span.set_status(Status(StatusCode.ERROR, _first_text(result)))
             elif self.capture_content and method == "tools/call":
                 span.set_attribute(C.TOOL_RESULT, C.to_json(result))
             return result
-        finally:
-            context.detach(token)
-            self.instruments.end(span, attrs, error, start, self.duration)
 
     def _emitter(self, inner: Callable[[str, dict[str, Any]], Awaitable[None]],
                  version: str | None) -> Callable[[str, dict[str, Any]], Awaitable[None]]:

@@ -23,12 +23,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context
-
-from ..errors import MCPError
 from ..protocol import codec
 from . import _conv as C
-from ._spans import json_rpc_error, perf
+from ._spans import Measured, json_rpc_error, perf
 
 if TYPE_CHECKING:
     from ._server import ServerTelemetry
@@ -62,27 +59,14 @@ class SessionTelemetry:
         if rid is not None:
             attrs[C.REQUEST_ID] = rid
         span, inside = inst.receiving(name, attrs, params.get("_meta"))
-        start = perf()
-        error: str | None = None
-        token = context.attach(inside)
-        try:
+        with Measured(inst, span, attrs, inst.server_operation, server=True, inside=inside) as m:
             reply = await answer
-        except MCPError as exc:
-            error = json_rpc_error(span, attrs, exc.code, exc.message, server=True)
-            raise
-        except BaseException:
-            error = "cancelled"
-            raise
-        else:
             if req.method == "initialize" and self.session.version:
                 attrs[C.PROTOCOL_VERSION] = self.session.version  # the version just negotiated
                 span.set_attribute(C.PROTOCOL_VERSION, self.session.version)
             if reply.error_code is not None:
-                error = json_rpc_error(span, attrs, reply.error_code, "", server=True)
+                m.error = json_rpc_error(span, attrs, reply.error_code, "", server=True)
             return reply
-        finally:
-            context.detach(token)
-            inst.end(span, attrs, error, start, inst.server_operation)
 
     def received(self, note: codec.Notification, handle: Callable[[], None]) -> None:
         """A notification from the client, handled by ``handle()``."""
@@ -98,19 +82,8 @@ class SessionTelemetry:
         if rid is not None:
             attrs[C.REQUEST_ID] = rid
         body = dict(params)
-        span = inst.sending(method, attrs, body)
-        start = perf()
-        error: str | None = None
-        try:
+        with Measured(inst, inst.sending(method, attrs, body), attrs, inst.client_operation, server=False):
             return await send(body)
-        except MCPError as exc:
-            error = json_rpc_error(span, attrs, exc.code, exc.message, server=False)
-            raise
-        except BaseException as exc:
-            error = "cancelled" if not isinstance(exc, Exception) else type(exc).__qualname__
-            raise
-        finally:
-            inst.end(span, attrs, error, start, inst.client_operation)
 
     async def pushed(self, method: str, params: dict[str, Any] | None,
                      send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:

@@ -21,6 +21,7 @@ from opentelemetry.metrics import MeterProvider, get_meter
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
+from ..errors import MCPError
 from . import _conv as C
 
 perf = time.perf_counter
@@ -77,36 +78,15 @@ class Instruments:
         """Send one notification (``send(params)``) in a CLIENT span, its context in ``params._meta``."""
         attrs = note_attributes(method, params, attrs)
         body = dict(params)
-        span = self.sending(method, attrs, body)
-        start = perf()
-        error: str | None = None
-        try:
+        with Measured(self, self.sending(method, attrs, body), attrs, self.client_operation, server=False):
             await send(body)
-        except Exception as exc:
-            error = type(exc).__qualname__
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
-            raise
-        finally:
-            self.end(span, attrs, error, start, self.client_operation)
 
     def handle_note(self, method: str, params: Any, attrs: dict[str, Any], handle: Callable[[], Any]) -> Any:
         """Handle one notification received (``handle()``) in a SERVER span."""
         attrs = note_attributes(method, params, attrs)
         span, inside = self.receiving(method, attrs, params.get("_meta") if isinstance(params, dict) else None)
-        start = perf()
-        error: str | None = None
-        token = context.attach(inside)
-        try:
+        with Measured(self, span, attrs, self.server_operation, server=True, inside=inside):
             return handle()
-        except Exception as exc:
-            error = type(exc).__qualname__
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
-            raise
-        finally:
-            context.detach(token)
-            self.end(span, attrs, error, start, self.server_operation)
 
     # ------------------------------------------------------------ ending
     @staticmethod
@@ -116,6 +96,60 @@ class Instruments:
             span.set_attribute(C.ERROR_TYPE, error)
         span.end()
         histogram.record(perf() - start, C.metric_attributes(attrs))
+
+
+class Measured:
+    """``with Measured(...) as m:`` around sending or handling one message: ``span`` ends (and
+    one point goes to ``histogram``) however the block ends; ``m.error`` is its ``error.type``.
+
+    ``inside``: the context the block runs in (attached, then detached). An exception sets
+    ``error.type``: an MCPError its code (when it classifies as an error on this side,
+    ``server``), a timeout ``timeout``, a cancellation ``cancelled``, any other its class
+    name (with ``internal``, also ``rpc.response.status_code`` -32603 and that description:
+    what the dispatcher answers). Exceptions of the types in ``quiet`` pass as no error.
+    """
+
+    __slots__ = ("instruments", "span", "attrs", "histogram", "server", "internal", "quiet", "error", "start",
+                 "token")
+
+    def __init__(self, instruments: Instruments, span: trace.Span, attrs: dict[str, Any], histogram: Any, *,
+                 server: bool, inside: Context | None = None, internal: str | None = None,
+                 quiet: tuple[type[BaseException], ...] = (), start: float | None = None) -> None:
+        self.instruments = instruments
+        self.span = span
+        self.attrs = attrs
+        self.histogram = histogram
+        self.server = server
+        self.internal = internal
+        self.quiet = quiet
+        self.error: str | None = None
+        self.start = perf() if start is None else start
+        self.token = context.attach(inside) if inside is not None else None
+
+    def __enter__(self) -> Measured:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        span = self.span
+        if exc is not None and not isinstance(exc, self.quiet):
+            if isinstance(exc, MCPError):
+                self.error = json_rpc_error(span, self.attrs, exc.code, exc.message, server=self.server)
+            elif isinstance(exc, TimeoutError):
+                self.error = "timeout"
+                span.set_status(Status(StatusCode.ERROR, "no answer in time"))
+            elif isinstance(exc, Exception):
+                if self.internal is not None:
+                    json_rpc_error(span, self.attrs, -32603, self.internal, server=True)
+                else:
+                    span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
+                self.error = type(exc).__qualname__
+                span.record_exception(exc)
+            else:
+                self.error = "cancelled"
+                span.set_status(Status(StatusCode.ERROR, "cancelled"))
+        if self.token is not None:
+            context.detach(self.token)
+        self.instruments.end(span, self.attrs, self.error, self.start, self.histogram)
 
 
 def inject(body: dict[str, Any], ctx: Any) -> None:

@@ -62,6 +62,10 @@ class SessionObservers(Protocol):
 
     def session(self, session: LegacySession, resumed: bool = False) -> SessionObserver: ...
 
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """A notification outside any legacy session (a 2026-07-28 client's), handled by ``handle()``."""
+        ...
+
 
 class ClientRequests:
     """Legacy questions: each goes to the client as a real request, on the stream of the

@@ -59,6 +59,14 @@ class LegacyPeer(Protocol):
         ...
 
 
+class NoteObserver(Protocol):
+    """Telemetry's view of the notifications no legacy session handles (a 2026-07-28 client's)."""
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """``note`` arrived; ``handle()`` acts on it."""
+        ...
+
+
 class Dispatcher(Protocol):
     """The server as transports see it: three settings, one call per request, and the
     legacy sessions' factory."""
@@ -105,6 +113,11 @@ class Dispatcher(Protocol):
 
     def close_listeners(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (before shutdown)."""
+        ...
+
+    @property
+    def session_observer(self) -> NoteObserver | None:
+        """Telemetry (None, the default: off); transports hand it the notifications they handle themselves."""
         ...
 
 

@@ -167,6 +167,9 @@ class HttpApp:
         """Every POST route but a stateless request and a new session."""
         match route:
             case routing.Accept():
+                observer = self.server.session_observer
+                if observer is not None and type(msg) is codec.Notification:  # telemetry: a SERVER span
+                    observer.notified(msg, _nothing)
                 await _asgi.respond_empty(send, 202)
             case routing.ToSession(session_id=sid):
                 if principal is not None and type(msg) is codec.Request:
@@ -348,3 +351,7 @@ def run_http_server(
                 await on_shutdown()
 
     _Server(config).run(sockets=sockets)
+
+
+def _nothing() -> None:
+    """What a stateless server does with a notification it accepts."""

@@ -56,6 +56,15 @@ async def chatty(ctx: Context) -> str:
     return "done"
 
 
+@server.tool()
+async def nap(ctx: Context, seconds: float) -> str:
+    """Sleep (a call to cancel)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return "rested"
+
+
 @server.prompt()
 def greet(name: str) -> str:
     """Say hello."""
