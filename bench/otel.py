@@ -21,8 +21,8 @@ every side, who goes first alternating):
 Workloads: stdio warm (``--calls`` sequential ``tools/call echo`` per round, fresh server per
 round) and HTTP (wrk, ``--concurrency`` connections, ``--duration`` s per round, one server per
 side for the whole run). Reported: the median over rounds per side, the median of the
-per-round ratios on/off for each library (the cost of tracing), and official/mcpkit in each
-state. The official SDK comes from bench/.venv-official (run.py installs it); the SDK for its
+per-round ratios on/off for each library (the cost of tracing) with the median of the time
+it adds per request (1/on - 1/off per round), and mcpkit/official in each state. The official SDK comes from bench/.venv-official (run.py installs it); the SDK for its
 ``+otel`` side is installed into bench/.venv-otel-sdk (pip ``--target``, the version of the
 opentelemetry-api the official SDK brought). Stdlib only in this process.
 """
@@ -151,6 +151,12 @@ def ratios(a: list[float | None], b: list[float | None]) -> float | None:
     return statistics.median(rs) if rs else None
 
 
+def added_us(on: list[float | None], off: list[float | None]) -> float | None:
+    """The median over rounds of the time tracing adds per request: 1/on - 1/off, in µs."""
+    ds = [(1 / x - 1 / y) * 1e6 for x, y in zip(on, off) if x and y]
+    return statistics.median(ds) if ds else None
+
+
 def table(name: str, rps: dict[str, list[float]]) -> list[str]:
     def medv(n: str) -> str:
         v = [x for x in rps.get(n, []) if x]
@@ -162,8 +168,11 @@ def table(name: str, rps: dict[str, list[float]]) -> list[str]:
     def x(r: float | None) -> str:
         return "—" if r is None else f"{r:.2f}x"
 
-    lines = [f"| {name} | " + " | ".join(medv(n) for n in ALL)
-             + f" | {pc(ratios(rps['mcpkit+otel'], rps['mcpkit']))} | {pc(ratios(rps['official+otel'], rps['official']))}"
+    def us(v: float | None) -> str:
+        return "—" if v is None else f"{v:+.0f} µs"
+
+    cost = [f"{pc(ratios(rps[f'{lib}+otel'], rps[lib]))} ({us(added_us(rps[f'{lib}+otel'], rps[lib]))})" for lib in LIBS]
+    lines = [f"| {name} | " + " | ".join(medv(n) for n in ALL) + f" | {cost[0]} | {cost[1]}"
              + f" | {x(ratios(rps['mcpkit'], rps['official']))} | {x(ratios(rps['mcpkit+otel'], rps['official+otel']))} |"]
     return lines
 
@@ -200,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         results[f"HTTP tools/call, wrk c={args.concurrency}"] = http(
             res, sides, pin, args.rounds, args.duration, args.concurrency, 0.0 if args.smoke else 1.0)
     head = ["| workload (req/s, median of rounds) | mcpkit | mcpkit+otel | official | official+otel "
-            "| tracing cost, mcpkit | tracing cost, official | mcpkit/official off | mcpkit/official on |",
+            "| tracing on/off, mcpkit (added per request) | tracing on/off, official (added per request) "
+            "| mcpkit/official off | mcpkit/official on |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = [line for name, rps in results.items() for line in table(name, rps)]
     text = "\n".join([*head, *rows])

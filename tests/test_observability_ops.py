@@ -292,8 +292,9 @@ def test_modern_notifications_a_server_handles_itself(rec: Recorder, tmp_path: P
 
     async def go() -> None:
         async with Client([sys.executable, str(OTEL_SERVER)], mode="modern", env=env) as client:
+            await client.call_tool("add", {"a": 1, "b": 2})  # warm: nap starts before it is cancelled
             with pytest.raises(NoAnswer):
-                await client.call_tool("nap", {"seconds": 30}, timeout=0.5)
+                await client.call_tool("nap", {"seconds": 30}, timeout=1.0)
             _wait_spans(spans_path, "notifications/cancelled")
 
     run(go(), 60)
