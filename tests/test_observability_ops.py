@@ -39,7 +39,16 @@ from mcpkit.protocol import types as t
 from tests.helpers.aio import run
 from tests.helpers.paths import ROOT, TASKS_SERVER, load_module, subprocess_env
 from tests.helpers.servers import free_port
-from tests.test_observability import BUCKETS, OTEL_SERVER, Recorder, _json_objects, _spans_file, _wait_port, _wait_spans
+from tests.test_observability import (
+    BUCKETS,
+    OTEL_SERVER,
+    Recorder,
+    _json_objects,
+    _spans_file,
+    _wait_port,
+    _wait_spans,
+    otel_http_server,
+)
 
 TASKS = load_module(TASKS_SERVER, "_tests_otel_tasks_server")
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
@@ -209,15 +218,7 @@ def test_legacy_session_over_http(rec: Recorder, tmp_path: Path) -> None:
     spans_path, metrics_path = tmp_path / "spans.jsonl", tmp_path / "metrics.jsonl"
     instrument_clients(**rec.providers)
     port = free_port()
-    env = {**subprocess_env(), "OTEL_TEST_SPANS": str(spans_path), "OTEL_TEST_METRICS": str(metrics_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), str(OTEL_SERVER)],
-                            cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stderr is not None
-        assert "serving otel-test" in proc.stderr.readline()
-        _wait_port(port)
-
+    with otel_http_server(port, OTEL_TEST_SPANS=str(spans_path), OTEL_TEST_METRICS=str(metrics_path)) as proc:
         async def go() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", elicitation=answer) as client:
                 await client.request("ping")
@@ -240,10 +241,6 @@ def test_legacy_session_over_http(rec: Recorder, tmp_path: Path) -> None:
         (mine,) = rec.points(C.CLIENT_SESSION_DURATION)
         assert mine.attributes[C.SERVER_PORT] == port and mine.attributes[C.SERVER_ADDRESS] == "127.0.0.1"
         assert C.SESSION_ID not in mine.attributes  # a metric attribute it is not
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 # ====================================================================== notifications, modern era
@@ -305,12 +302,7 @@ def test_modern_notifications_a_server_handles_itself(rec: Recorder, tmp_path: P
 
     port = free_port()
     http_spans = tmp_path / "http.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port), str(OTEL_SERVER)],
-                            cwd=str(ROOT), env={**subprocess_env(), "OTEL_TEST_SPANS": str(http_spans)},
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        _wait_port(port)
+    with otel_http_server(port, OTEL_TEST_SPANS=str(http_spans)):
         parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed",
                 "params": {"_meta": {"traceparent": parent, "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
@@ -321,9 +313,6 @@ def test_modern_notifications_a_server_handles_itself(rec: Recorder, tmp_path: P
                           "notifications/roots/list_changed", "SERVER")
         assert _tid(got) == 0x4bf92f3577b34da6a3ce929d0e0e4736 and _parent(got) == 0x00f067aa0ba902b7
         assert got["attributes"][C.PROTOCOL_VERSION] == "2026-07-28" and got["attributes"][C.NETWORK_TRANSPORT] == "tcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 # ====================================================================== MRTR and tasks
