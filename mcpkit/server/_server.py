@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
     from ..proxy import Mount, Mounts
     from ..transports import Dispatcher, SendRaw, Serving, SessionStore
-    from ._legacy import LegacySession
+    from ._legacy import LegacySession, SessionObservers
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
@@ -148,6 +148,9 @@ class Server(Registrations, Operations):
         self._installed_view = MappingProxyType(self._installed)
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
         self.legacy = legacy
+        #: Observes each legacy session (telemetry): ``session_observer.session(s, resumed)`` is called
+        #: as one is made and returns a :class:`~._legacy.SessionObserver`; None (the default): none.
+        self.session_observer: SessionObservers | None = None
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
         self._refresh_capabilities()
         self._core = CoreMethods(self, tools=self._tools, resources=self._resources, templates=self._templates,

@@ -80,6 +80,14 @@ class Serving:
     lifespan: bool = False
 
 
+class NoteObserver(Protocol):
+    """Telemetry's view of the notifications no legacy session handles (a 2026-07-28 client's)."""
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """``note`` arrived; ``handle()`` acts on it."""
+        ...
+
+
 class Dispatcher(Protocol):
     """The server as transports see it: its serving settings, one call per request, the
     scopes a request needs (for a 401 challenge), and the legacy sessions' factory."""
@@ -125,6 +133,11 @@ class Dispatcher(Protocol):
 
     async def readiness(self, timeout: float = ...) -> dict[str, str]:
         """The readiness checks that fail, by name (``{}``: ready), for ``GET /readyz``."""
+        ...
+
+    @property
+    def session_observer(self) -> NoteObserver | None:
+        """Telemetry (None, the default: off); transports hand it the notifications they handle themselves."""
         ...
 
 

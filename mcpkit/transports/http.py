@@ -209,6 +209,9 @@ class HttpApp:
         """Every POST route but a stateless request and a new session."""
         match route:
             case routing.Accept():
+                observer = self.server.session_observer
+                if observer is not None and type(msg) is codec.Notification:  # telemetry: a SERVER span
+                    observer.notified(msg, _nothing)
                 await _asgi.respond_empty(send, 202)
             case routing.ToSession(session_id=sid):
                 if principal is not None and type(msg) is codec.Request:
@@ -425,3 +428,7 @@ def _release_signals(originals: dict[int, Any], held: list[int]) -> None:
         signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     for sig in dict.fromkeys(held):
         signal.raise_signal(sig)
+
+
+def _nothing() -> None:
+    """What a stateless server does with a notification it accepts."""

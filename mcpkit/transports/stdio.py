@@ -111,15 +111,22 @@ class StdioServerSession:
     def _notification(self, note: codec.Notification) -> None:
         match self.router.receive_notification(note):
             case routing.CancelRequest(request_id=rid):
-                task = self.inflight.get(rid)
-                if task is not None:
-                    task.cancel()  # unknown ids are ignored silently, as the spec asks
+                observer = self.server.session_observer
+                if observer is not None:  # telemetry: a SERVER span
+                    observer.notified(note, lambda: self._cancel(rid))
+                else:
+                    self._cancel(rid)
             case routing.NotifyLegacy(peer=peer):
                 peer.handle_notification(note)  # the session cancels by id itself
             case routing.Ignore():
                 pass
             case unexpected:
                 assert_never(unexpected)
+
+    def _cancel(self, rid: codec.RequestId) -> None:
+        task = self.inflight.get(rid)
+        if task is not None:
+            task.cancel()  # unknown ids are ignored silently, as the spec asks
 
     def _response(self, resp: codec.Response) -> None:
         match self.router.receive_response(resp):
