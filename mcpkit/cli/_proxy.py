@@ -149,7 +149,7 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
         print(f"{PROG}: {target.label}: {describe_error(exc, ns.connect_timeout)}", file=sys.stderr)
         return 1
     try:
-        return _serve(ns, server, port, auth, public_url, out_fd)
+        return _serve(ns, server, port, auth, public_url, out_fd, runner=server.runner())
     finally:
         server.close()
 
@@ -233,7 +233,7 @@ def startup_line(server: Any, where: str, auth: Any = None) -> str:
 
 
 def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url: str | None,
-           out_fd: int | None, line: Any = None) -> int:
+           out_fd: int | None, line: Any = None, runner: Any = None) -> int:
     if line is None:
         def line(where: str) -> str:
             return startup_line(server, where, auth)
@@ -248,12 +248,12 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
             from ..transports import run_stdio_server
 
             print(line("stdio"), file=sys.stderr, flush=True)
-            run_stdio_server(server, out_fd=out_fd)
+            run_stdio_server(server, out_fd=out_fd, runner=runner)
             return 0
         from ..transports.http import run_http_server
         from ._serve import _hostport
 
-        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth}
+        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth, "runner": runner}
         if public_url:
             options["public_url"] = public_url
         if ns.allowed_host:

@@ -7,7 +7,7 @@ re-served as an mcpkit :class:`~mcpkit.Server` to clients of both eras.
     server.run("http", port=8000)          # or server.run() for stdio, or server.http_app()
 
 :func:`proxy` connects to the backend first (its loop runs on a daemon thread), so the front
-advertises exactly what the backend has, then returns a :class:`ProxyServer` whose tools,
+advertises exactly what the backend has (``server.run()`` then serves the front on that same loop), then returns a :class:`ProxyServer` whose tools,
 resources, templates, prompts, completions and list changes forward to it. Era translation:
 
 - a 2026-07-28 front client gets a legacy backend's server-to-client requests (elicitation,
@@ -34,8 +34,8 @@ Front credentials are never passed to the backend: the backend connection carrie
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal
 
 from ..server import Server
 from ._backend import Backend
@@ -55,6 +55,18 @@ class ProxyServer(Server):
         """The backend tool ``name``'s ``x-mcp-header`` annotations (the front checks
         ``Mcp-Param-*`` headers against them); None if it has none or is unknown."""
         return self.forwarder.tool_header_map(name)
+
+    def runner(self) -> Callable[[Coroutine[Any, Any, None]], object] | None:
+        """What runs the front's serving coroutine: on the backend's loop, in the calling
+        thread (``runner=`` of the transports' ``run_*_server``), so front and backend share
+        one loop; None once closed."""
+        bridge = self.backend.bridge
+        return bridge.run_here if bridge is not None else None
+
+    def run(self, transport: Literal["stdio", "http", "streamable-http"] = "stdio", **kwargs: Any) -> None:
+        """As :meth:`Server.run <mcpkit.Server.run>`, the front served on the backend's loop."""
+        kwargs.setdefault("runner", self.runner())
+        super().run(transport, **kwargs)
 
     def close(self) -> None:
         """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
