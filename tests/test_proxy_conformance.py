@@ -1,7 +1,8 @@
 """The official conformance server legs (both revisions) against ``mcpkit proxy --http`` in
 front of conformance/everything_server.py, with the fixture serving one era only: modern
 (``legacy=False``) and legacy (2025-11-25 only). Each backend era is one run of the four
-legs (conformance/run_server_legs.sh with ``CONFORMANCE_VIA_PROXY=1``).
+legs and the strict skills leg (every sep-2640 scenario, no check skipped or warning), by
+conformance/run_server_legs.sh with ``CONFORMANCE_VIA_PROXY=1``.
 
 Through a modern backend every leg passes against the same baselines as the fixture itself
 (nothing listed). Through a legacy backend the 2026-07-28 legs use
@@ -38,3 +39,6 @@ def test_server_legs_through_the_proxy(era: str) -> None:
     assert f"--era {era}" in out  # the fixture really served one era only
     for line in SCORED[era]:
         assert line in out
+    assert "===== leg skills: exit 0 =====" in out  # the skills extension, carried by the proxy
+    for scenario in ("enumeration", "manifest", "directory"):
+        assert f"sep-2640-skills-{scenario}  PASS" in out

@@ -7,8 +7,10 @@ re-served as an mcpkit :class:`~mcpkit.Server` to clients of both eras.
     server.run("http", port=8000)          # or server.run() for stdio, or server.http_app()
 
 :func:`proxy` connects to the backend first (its loop runs on a daemon thread), so the front
-advertises exactly what the backend has (``server.run()`` then serves the front on that same loop), then returns a :class:`ProxyServer` whose tools,
-resources, templates, prompts, completions and list changes forward to it. Era translation:
+advertises exactly what the backend has, then returns a :class:`ProxyServer` whose tools,
+resources, templates, prompts, completions, list changes and carried extensions (skills,
+tasks: :mod:`._extensions`) forward to it; ``server.run()`` serves the front on the backend's
+own loop (no thread hop per call). Era translation:
 
 - a 2026-07-28 front client gets a legacy backend's server-to-client requests (elicitation,
   sampling, roots) as ``input_required``; its retry answers the waiting backend request, kept
@@ -39,6 +41,7 @@ from typing import Any, Literal
 
 from ..server import Server
 from ._backend import Backend
+from ._extensions import carried
 from ._front import STATE_KEY, Forwarder, front_capabilities
 from ._mount import Mount, Mounts
 
@@ -134,7 +137,7 @@ def proxy(
                              version or str(info.get("version") or "0"),
                              instructions=instructions if isinstance(instructions, str) else None,
                              auth=auth, **server_options)
-        server.advertise(front_capabilities(card.get("capabilities") or {}))
+        server.advertise(front_capabilities(card.get("capabilities") or {}, carried(backend)))
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()

@@ -76,6 +76,8 @@ class Backend:
         self.bridge: LoopThread | None = None
         self._listener: asyncio.Task[None] | None = None
         self._level_rank: int | None = None  # a legacy backend's session log level, once set
+        #: The backend's extensions the front carries (their declarations reach the backend).
+        self.extensions: frozenset[str] = frozenset()
 
     # ---------------------------------------------------------------- lifecycle
     def connect(self) -> None:
@@ -216,6 +218,9 @@ class Backend:
         out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
         if self.era != "legacy" and client_caps is not None:
             caps = {k: v for k, v in client_caps.items() if k in self.declare}
+            declared = client_caps.get("extensions")
+            if isinstance(declared, dict) and self.extensions:
+                caps["extensions"] = {k: v for k, v in declared.items() if k in self.extensions}
             out["_meta"] = {M.CLIENT_CAPABILITIES: caps}
         return out
 

@@ -83,7 +83,7 @@ class LoopThread:
                 task.cancel()
                 try:
                     self.loop.run_until_complete(task)
-                except BaseException:  # noqa: S110 (it was cancelled; what it raised is moot)
+                except BaseException:  # it was cancelled: what it raised is moot
                     pass
             asyncio.set_event_loop(None)
             self._thread = self._start()

@@ -33,6 +33,7 @@ from ..protocol import headers as H
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..server import InputRequired, Server
+from . import _extensions
 from ._pending import BackendCall, PendingCalls
 
 if TYPE_CHECKING:
@@ -63,10 +64,14 @@ _ASKING: dict[str, type[t.Result]] = {
 }
 
 
-def front_capabilities(backend_caps: dict[str, Any]) -> t.ServerCapabilities:
-    """What the front advertises: what the backend has, and the proxy can carry."""
+def front_capabilities(backend_caps: dict[str, Any], extensions: dict[str, dict[str, Any]] | None = None
+                       ) -> t.ServerCapabilities:
+    """What the front advertises: what the backend has, and the proxy can carry
+    (``extensions``: the backend's that it carries, with their settings)."""
     keep = {k: v for k, v in backend_caps.items()
             if k in ("tools", "resources", "prompts", "completions", "logging") and isinstance(v, dict)}
+    if extensions:
+        keep["extensions"] = extensions
     try:
         return msgspec.convert(keep, t.ServerCapabilities)
     except msgspec.ValidationError as exc:
@@ -104,6 +109,7 @@ class Forwarder:
         server.wrap_method("completion/complete", self.forward_complete)
         server.wrap_method("subscriptions/listen", self.note_loop)
         self.backend.on_change = self._changed
+        _extensions.install(server, self.backend, self.forward_extension)
 
     # ---------------------------------------------------------------- tool header annotations
     def load_tool_headers(self) -> None:
@@ -209,6 +215,15 @@ class Forwarder:
         raw = await self.backend.request("completion/complete", self._params(ctx, params))
         return self._typed("completion/complete", t.CompleteResult, raw)
 
+    async def forward_extension(self, method: str, typ: type[Any], ctx: Context, params: Any) -> Any:
+        """A carried extension's method (skills, tasks): one backend request, its result typed."""
+        self._seen()
+        send = self._params(ctx, params)
+        if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
+            send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
+        raw = await self.backend.request(method, send)
+        return self._typed(method, typ, raw)
+
     # ---------------------------------------------------------------- methods that may ask
     def _cancel(self, call: BackendCall) -> None:
         bridge = self.backend.bridge
@@ -252,6 +267,8 @@ class Forwarder:
             if isinstance(state, str):
                 out["requestState"] = state
             result = await self._drive(ctx, params, None, out, final=False)
+            if _extensions.is_task(result):  # a tasks backend's handle: the task lives there
+                return _extensions.task_handle(result)
             if result.get("resultType") != "input_required":
                 return self._typed(method, _ASKING[method], result)
             requests = result.get("inputRequests")
