@@ -78,6 +78,8 @@ class Backend:
         self._level_rank: int | None = None  # a legacy backend's session log level, once set
         #: The backend's extensions the front carries (their declarations reach the backend).
         self.extensions: frozenset[str] = frozenset()
+        #: The resource URIs the front's clients follow (a modern backend's listen stream).
+        self.followed: list[str] = []
 
     # ---------------------------------------------------------------- lifecycle
     def connect(self) -> None:
@@ -119,7 +121,8 @@ class Backend:
             self._listener = asyncio.ensure_future(self._listen())
 
     async def _listen(self) -> None:
-        """A modern backend's list changes, from one ``subscriptions/listen`` stream."""
+        """A modern backend's list changes and the resources the front follows
+        (:attr:`followed`), from one ``subscriptions/listen`` stream."""
         caps = self.card.get("capabilities") or {}
 
         def changes(name: str) -> bool:
@@ -127,17 +130,38 @@ class Backend:
             return isinstance(cap, dict) and bool(cap.get("listChanged"))
 
         tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
-        if not (tools or prompts or resources) or self.client is None:
+        uris = self.followed
+        if not (tools or prompts or resources or uris) or self.client is None:
             return
         while True:
             try:
-                async for _note in self.client.listen(tools=tools, prompts=prompts, resources_list=resources):
+                async for _note in self.client.listen(tools=tools, prompts=prompts, resources_list=resources,
+                                                      resources=uris):
                     pass  # every note reaches _note through the client's on_notification
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.info("the backend's listen stream ended (%s); opening it again", exc)
             await asyncio.sleep(1.0)
+
+    async def follow(self, uri: str, on: bool, followed: list[str]) -> None:
+        """Subscribe the backend to ``uri`` (or leave it); ``followed``: every URI followed now."""
+        if self.client is None:
+            return
+        if self.era == "legacy":
+            caps = (self.card.get("capabilities") or {}).get("resources")
+            if not (isinstance(caps, dict) and caps.get("subscribe")):
+                return
+            method = "resources/subscribe" if on else "resources/unsubscribe"
+            try:
+                await self.client.request(method, {"uri": uri}, timeout=self.request_timeout)
+            except Exception as exc:
+                log.warning("the backend refused %s %s: %s", method, uri, exc)
+            return
+        self.followed = followed  # a modern backend: one listen stream, opened again with the new set
+        if self._listener is not None:
+            self._listener.cancel()
+        self._listener = asyncio.ensure_future(self._listen())
 
     def close(self) -> None:
         """Disconnect (a stdio backend is stopped) and stop the backend loop."""

@@ -35,6 +35,7 @@ from ..protocol import types as t
 from ..server import InputRequired, Server
 from . import _extensions
 from ._pending import BackendCall, PendingCalls
+from ._subscriptions import Upstream
 
 if TYPE_CHECKING:
     from ..server import Context
@@ -99,6 +100,8 @@ class Forwarder:
         #: Rewrites a backend result (method, raw dict) before it is typed (a mount's names).
         self.rewrite: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
         self._refreshing: asyncio.Future[None] | None = None
+        #: The resources the front's clients follow, followed on the backend.
+        self.upstream = Upstream(backend)
 
     def install(self) -> None:
         server = self.server
@@ -110,6 +113,7 @@ class Forwarder:
         server.wrap_method("subscriptions/listen", self.note_loop)
         self.backend.on_change = self._changed
         _extensions.install(server, self.backend, self.forward_extension)
+        server.watch_subscriptions(self.upstream.changed)
 
     # ---------------------------------------------------------------- tool header annotations
     def load_tool_headers(self) -> None:

@@ -143,7 +143,10 @@ class LegacySession:
                 raise errors.invalid_params(f"{method}: uri must be a string")
             if "resources" not in self.server.capability_names:
                 raise errors.method_not_found(method)
-            (self.subscriptions.add if method == "resources/subscribe" else self.subscriptions.discard)(uri)
+            subscribe = method == "resources/subscribe"
+            if subscribe != (uri in self.subscriptions):
+                (self.subscriptions.add if subscribe else self.subscriptions.discard)(uri)
+                self.server.subscription_changed(uri, subscribe)
             return Reply(codec.encode_result(req.id, {}), None)
         if method in eras.MODERN_ONLY_METHODS:
             raise errors.method_not_found(method)
@@ -267,6 +270,9 @@ class LegacySession:
             sub = self._sub = self.server.bus.subscribe()
 
     def close(self) -> None:
+        if not self.closed:
+            for uri in self.subscriptions:
+                self.server.subscription_changed(uri, False)
         self.closed = True
         if self._sub is not None:
             self._sub.close()

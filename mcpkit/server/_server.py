@@ -5,7 +5,8 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
 E = TypeVar("E", bound="Extension[Any]")
+log = logging.getLogger("mcpkit.server")
 
 
 def _has_modern_meta(raw_params: Any) -> bool:
@@ -132,6 +134,7 @@ class Server(Registrations):
         self.used_states: UsedStates = MemoryUsedStates()
         #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
         self.bus: Bus = InMemoryBus()
+        self._subscription_watchers: list[Callable[[str, bool], None]] = []
         #: Where legacy HTTP sessions live when several workers share them (None: this process).
         self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
@@ -344,6 +347,20 @@ class Server(Registrations):
     def notify_resource_updated(self, uri: str) -> None:
         """Tell streams subscribed to ``uri`` (or to a parent of it) that it changed."""
         self._publish(Change("resource_updated", uri))
+
+    def watch_subscriptions(self, watcher: Callable[[str, bool], None]) -> None:
+        """Call ``watcher(uri, True)`` when a client of this process subscribes to ``uri`` (a
+        2025-11-25 ``resources/subscribe``, or a listen stream acknowledging it) and
+        ``watcher(uri, False)`` when that subscription ends (a proxy subscribes upstream)."""
+        self._subscription_watchers.append(watcher)
+
+    def subscription_changed(self, uri: str, subscribed: bool) -> None:
+        """Tell the watchers (:meth:`watch_subscriptions`) one subscription began or ended."""
+        for watcher in self._subscription_watchers:
+            try:
+                watcher(uri, subscribed)
+            except Exception:
+                log.exception("a subscription watcher failed")
 
     def _publish(self, change: Change) -> None:
         self.bus.publish(change)
