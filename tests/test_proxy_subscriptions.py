@@ -84,6 +84,7 @@ def test_upstream_counts_subscribers_and_unsubscribes_with_the_last() -> None:
 
     class FakeBackend:
         bridge = None
+        era = "modern"
 
         async def follow(self, uri: str, on: bool, followed: list[str]) -> None:
             asked.append((uri, on))
@@ -99,7 +100,7 @@ def test_upstream_counts_subscribers_and_unsubscribes_with_the_last() -> None:
         up._changed("a", False)
         up._changed("a", False)  # one too many: nothing happens
         await asyncio.sleep(0)
-        assert up.counts == {"b": 1}
+        assert up.counts == {(None, "b"): 1}
 
     run(go(), 10)
     assert asked == [("a", True), ("b", True), ("a", False)]

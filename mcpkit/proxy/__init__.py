@@ -92,6 +92,8 @@ def proxy(
     call_timeout: float = 600.0,
     pending_limit: int = 1000,
     pending_ttl: float = 600.0,
+    max_sessions: int = 16,
+    session_idle_ttl: float = 300.0,
     restart: Any = True,
     headers: Mapping[str, str] | None = None,
     bearer_token: str | None = None,
@@ -112,6 +114,8 @@ def proxy(
     answers ``initialize`` raises :class:`~mcpkit.errors.TransportError`), ``request_timeout``
     each list/completion, ``call_timeout`` each tool call, prompt or read (questions included).
     ``pending_limit``/``pending_ttl`` bound the backend calls waiting for an MRTR retry.
+    ``max_sessions``/``session_idle_ttl`` bound a legacy backend's sessions (one per front
+    principal and client-capability set, :mod:`mcpkit.proxy._pool`).
     Other keyword arguments go to :class:`~mcpkit.Server` (``state_keys``, ``page_size``...).
     """
     if pending_limit < 1 or pending_ttl <= 0:
@@ -124,7 +128,8 @@ def proxy(
         if value is not None:
             client_options[key] = value
     backend = Backend(target, connect_timeout=connect_timeout, request_timeout=request_timeout,
-                      call_timeout=call_timeout, declare=declare, label=label, **client_options)
+                      call_timeout=call_timeout, declare=declare, label=label, max_sessions=max_sessions,
+                      idle_ttl=session_idle_ttl, **client_options)
     backend.connect()
     try:
         card = backend.card

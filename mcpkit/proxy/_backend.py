@@ -26,6 +26,7 @@ from ..protocol import errors
 from ..protocol import meta as M
 from ._bridge import LoopThread
 from ._pending import BackendCall, Event
+from ._pool import SessionPool
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -51,7 +52,8 @@ class Backend:
 
     def __init__(self, target: Any, *, connect_timeout: float = 10.0, request_timeout: float = 60.0,
                  call_timeout: float = 600.0, declare: Sequence[str] = ("elicitation", "sampling", "roots"),
-                 label: str | None = None, **client_options: Any) -> None:
+                 label: str | None = None, max_sessions: int = 16, idle_ttl: float = 300.0,
+                 **client_options: Any) -> None:
         for name in declare:
             if name not in ("elicitation", "sampling", "roots"):
                 raise ValueError(f"declare: unknown client capability {name!r} (elicitation, sampling, roots)")
@@ -78,8 +80,12 @@ class Backend:
         self._level_rank: int | None = None  # a legacy backend's session log level, once set
         #: The backend's extensions the front carries (their declarations reach the backend).
         self.extensions: frozenset[str] = frozenset()
+        #: A legacy backend's sessions by caller and client capabilities (:mod:`._pool`).
+        self.pool = SessionPool(self, max_sessions=max_sessions, idle_ttl=idle_ttl)
         #: The resource URIs the front's clients follow (a modern backend's listen stream).
         self.followed: list[str] = []
+        #: The resources a legacy backend session is subscribed to.
+        self.subscribed: set[str] = set()
 
     # ---------------------------------------------------------------- lifecycle
     def connect(self) -> None:
@@ -87,12 +93,13 @@ class Backend:
         if self.bridge is None:
             self.bridge = LoopThread()
         try:
-            self.bridge.run_sync(self._connect(), self.connect_timeout + 5.0)
+            self.bridge.run_sync(self.open(), self.connect_timeout + 5.0)
         except BaseException:
             self.close()
             raise
 
-    async def _connect(self) -> None:
+    async def open(self) -> None:
+        """Connect the backend client (on the backend loop)."""
         from ..client import Client
 
         options: dict[str, Any] = {"timeout": self.connect_timeout, "probe_timeout": min(5.0, self.connect_timeout),
@@ -153,6 +160,7 @@ class Backend:
             if not (isinstance(caps, dict) and caps.get("subscribe")):
                 return
             method = "resources/subscribe" if on else "resources/unsubscribe"
+            (self.subscribed.add if on else self.subscribed.discard)(uri)
             try:
                 await self.client.request(method, {"uri": uri}, timeout=self.request_timeout)
             except Exception as exc:
@@ -170,12 +178,27 @@ class Backend:
             return
         self.bridge = None
         try:
-            bridge.run_sync(self._close(), 5.0)
+            bridge.run_sync(self.shutdown(), 5.0)
         except Exception:  # the loop is going away regardless
             log.debug("closing the backend failed", exc_info=True)
         bridge.stop()
 
-    async def _close(self) -> None:
+    def busy(self) -> bool:
+        """Whether a forwarded request is in flight (or parked for an MRTR retry) here, or a
+        front client follows a resource on this session."""
+        return bool(self.subscribed) or any(not call.done for call in self.inflight)
+
+    async def session_for(self, principal: str | None, client_caps: dict[str, Any] | None) -> Backend:
+        """The session that serves a request of ``principal`` with ``client_caps``: this one
+        for a modern backend, the pool's for a legacy one (on the backend loop)."""
+        if self.era != "legacy":
+            return self
+        return await self.pool.session_for(principal, client_caps)
+
+    async def shutdown(self) -> None:
+        """Disconnect the client (a stdio backend is stopped) and the pool's sessions; the
+        loop keeps running."""
+        await self.pool.close()
         if self._listener is not None:
             self._listener.cancel()
         for call in list(self.inflight):

@@ -205,18 +205,26 @@ class Forwarder:
         return exc
 
     # ---------------------------------------------------------------- methods that ask nothing
+    async def _session(self, ctx: Context) -> Backend:
+        """The backend session for this request's caller and client capabilities (a legacy
+        backend's, from the pool; a modern backend is stateless: the one client)."""
+        backend = self.backend
+        if backend.era != "legacy" or backend.bridge is None:
+            return backend
+        return await backend.bridge.run(backend.session_for(ctx.principal, ctx.client_capabilities))
+
     async def forward_list(self, ctx: Context, params: Any, call_next: Any) -> Any:
         self._seen()
         method = ctx.method
         out: dict[str, Any] = {}
         if params.cursor is not UNSET:
             out["cursor"] = params.cursor
-        raw = await self.backend.request(method, out or None)
+        raw = await (await self._session(ctx)).request(method, out or None)
         return self._typed(method, _LISTS[method], raw)
 
     async def forward_complete(self, ctx: Context, params: Any, call_next: Any) -> Any:
         self._seen()
-        raw = await self.backend.request("completion/complete", self._params(ctx, params))
+        raw = await (await self._session(ctx)).request("completion/complete", self._params(ctx, params))
         return self._typed("completion/complete", t.CompleteResult, raw)
 
     async def forward_extension(self, method: str, typ: type[Any], ctx: Context, params: Any) -> Any:
@@ -225,7 +233,7 @@ class Forwarder:
         send = self._params(ctx, params)
         if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
             send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
-        raw = await self.backend.request(method, send)
+        raw = await (await self._session(ctx)).request(method, send)
         return self._typed(method, typ, raw)
 
     # ---------------------------------------------------------------- methods that may ask
@@ -252,7 +260,7 @@ class Forwarder:
             if questions:
                 await self._answer(ctx, call, questions)
             return await self._drive(ctx, params, call)
-        return await self._drive(ctx, params, None, self._params(ctx, params))
+        return await self._drive(ctx, params, None, self._params(ctx, params), session=await self._session(ctx))
 
     async def _forward_stateless(self, ctx: Context, params: Any) -> Any:
         """A modern backend: its ``input_required`` passes through as it is (same keys, every
@@ -291,7 +299,7 @@ class Forwarder:
                                     f"{_MAX_ROUNDS} rounds")
 
     async def _drive(self, ctx: Context, params: Any, call: BackendCall | None,
-                     send: dict[str, Any] | None = None, *, final: bool = True) -> Any:
+                     send: dict[str, Any] | None = None, *, final: bool = True, session: Backend | None = None) -> Any:
         """Run a backend call (``call``, resumed; or a new one with params ``send``), passing
         its progress and log messages on and its questions to the front, until it ends: its
         result (typed when ``final``, else the raw dict) or its error raised."""
@@ -300,7 +308,7 @@ class Forwarder:
         assert bridge is not None
         if call is None:
             call = BackendCall(method, ctx.principal)
-            await bridge.run(self.backend.start_call(
+            await bridge.run((session or self.backend).start_call(
                 call, method, send or {}, progress=ctx.progress_token is not None, log_level=ctx.log_level))
         try:
             while True:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
 E = TypeVar("E", bound="Extension[Any]")
+#: ``watcher(uri, subscribed, principal, client_capabilities)`` (see Server.watch_subscriptions).
+SubscriptionWatcher = Callable[[str, bool, "str | None", "dict[str, Any] | None"], None]
 log = logging.getLogger("mcpkit.server")
 
 
@@ -134,7 +136,7 @@ class Server(Registrations):
         self.used_states: UsedStates = MemoryUsedStates()
         #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
         self.bus: Bus = InMemoryBus()
-        self._subscription_watchers: list[Callable[[str, bool], None]] = []
+        self._subscription_watchers: list[SubscriptionWatcher] = []
         #: Where legacy HTTP sessions live when several workers share them (None: this process).
         self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
@@ -348,17 +350,19 @@ class Server(Registrations):
         """Tell streams subscribed to ``uri`` (or to a parent of it) that it changed."""
         self._publish(Change("resource_updated", uri))
 
-    def watch_subscriptions(self, watcher: Callable[[str, bool], None]) -> None:
-        """Call ``watcher(uri, True)`` when a client of this process subscribes to ``uri`` (a
-        2025-11-25 ``resources/subscribe``, or a listen stream acknowledging it) and
-        ``watcher(uri, False)`` when that subscription ends (a proxy subscribes upstream)."""
+    def watch_subscriptions(self, watcher: SubscriptionWatcher) -> None:
+        """Call ``watcher(uri, True, principal, client_capabilities)`` when a client of this
+        process subscribes to ``uri`` (a 2025-11-25 ``resources/subscribe``, or a listen
+        stream acknowledging it) and ``watcher(uri, False, ...)`` when that subscription ends;
+        ``principal`` is the caller's key (None without auth). A proxy subscribes upstream."""
         self._subscription_watchers.append(watcher)
 
-    def subscription_changed(self, uri: str, subscribed: bool) -> None:
+    def subscription_changed(self, uri: str, subscribed: bool, principal: str | None = None,
+                             client_capabilities: dict[str, Any] | None = None) -> None:
         """Tell the watchers (:meth:`watch_subscriptions`) one subscription began or ended."""
         for watcher in self._subscription_watchers:
             try:
-                watcher(uri, subscribed)
+                watcher(uri, subscribed, principal, client_capabilities)
             except Exception:
                 log.exception("a subscription watcher failed")
 
