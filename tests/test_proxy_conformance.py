@@ -7,7 +7,7 @@ conformance/run_server_legs.sh with ``CONFORMANCE_VIA_PROXY=1``.
 Through a modern backend every leg passes against the same baselines as the fixture itself
 (nothing listed). Through a legacy backend the 2026-07-28 legs use
 conformance/baseline-proxy-legacy-backend-2026-07-28.yml: exactly what the 2025-11-25 wire
-cannot carry (question keys, per-request client capabilities).
+cannot carry (question keys; per-request client capabilities are carried by the session pool).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from tests.helpers.paths import ROOT, subprocess_env
 SCORED = {
     "modern": ("scored for requirements 2026-07-28: 37 passed, 0 failed",
                "scored for requirements 2025-11-25: 30 passed, 0 failed"),
-    # input-required-result-basic-elicitation, -capability-check, server-stateless: see the baseline.
-    "legacy": ("scored for requirements 2026-07-28: 34 passed, 3 failed",
+    # input-required-result-basic-elicitation (question keys): see the baseline.
+    "legacy": ("scored for requirements 2026-07-28: 36 passed, 1 failed",
                "scored for requirements 2025-11-25: 30 passed, 0 failed"),
 }
 
