@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,10 @@ log = logging.getLogger("mcpkit.proxy")
 
 #: Where a parked backend call's id travels in ``ctx.state`` (sealed into the requestState).
 STATE_KEY = "mcpkit.proxy/call"
+#: Which process holds the parked call (its backend session lives there), in ``ctx.state``.
+WORKER_KEY = "mcpkit.proxy/worker"
+#: This process's id for WORKER_KEY (random: a restarted worker is another one).
+WORKER_ID = secrets.token_urlsafe(12)
 #: Where a modern backend's own requestState travels in ``ctx.state`` (sealed into the front's).
 BACKEND_STATE_KEY = "mcpkit.proxy/backend"
 #: Input rounds the proxy drives itself for a legacy front client (a modern backend that keeps asking).
@@ -250,6 +255,12 @@ class Forwarder:
         method = ctx.method
         call_id = ctx.state.get(STATE_KEY)
         if isinstance(call_id, str):
+            if ctx.state.get(WORKER_KEY) != WORKER_ID:
+                raise errors.invalid_params(
+                    f"{method}: this retry reached another proxy worker than the one whose backend session holds "
+                    "the request (each worker has its own backend, and a 2025-11-25 backend's questions wait in "
+                    "the worker that asked them); route a client's requests to one worker (sticky sessions) or "
+                    "run one worker, and send the request again without requestState")
             call = self.pending.take(call_id, ctx.principal)
             if call is None:
                 raise errors.invalid_params(f"{method}: the proxied request this retry answers has expired or was "
@@ -343,6 +354,7 @@ class Forwarder:
         bridge = self.backend.bridge
         assert bridge is not None
         ctx.state[STATE_KEY] = call.id
+        ctx.state[WORKER_KEY] = WORKER_ID
         self.pending.park(call)
         try:
             answers = await ctx.ask(questions)
@@ -360,5 +372,6 @@ class Forwarder:
             raise
         self.pending.take(call.id, ctx.principal)
         del ctx.state[STATE_KEY]
+        ctx.state.pop(WORKER_KEY, None)
         for key, answer in answers.items():
             await bridge.run(call.answer(key, msgspec.to_builtins(answer)))
