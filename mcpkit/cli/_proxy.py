@@ -138,16 +138,11 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
             import os
 
             options["env"] = {**os.environ, **target.env}
-    auth = public_url = None
+    plan = _front_auth(ns, target.label)
+    if plan is None:
+        return 2
+    auth, public_url = plan
     if ns.http:
-        from ._serve_auth import plan_auth
-
-        ns.spec = target.label
-        plan = plan_auth(ns, None)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
         options["auth"] = auth
     if ns.workers != 1 or ns.redis:
         return _run_workers(ns, backend, options, port)
@@ -207,6 +202,21 @@ def _run_workers(ns: argparse.Namespace, backend: Any, options: dict[str, Any], 
     return 0
 
 
+def _front_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | None:
+    """What protects an HTTP front (``--auth-*``): (auth, public URL), both None for stdio;
+    None after printing why the options do not fit."""
+    if not ns.http:
+        return None, None
+    from ._serve_auth import plan_auth
+
+    ns.spec = spec
+    plan = plan_auth(ns, None)
+    if isinstance(plan, str):
+        print(f"{PROG}: {plan}", file=sys.stderr)
+        return None
+    return plan
+
+
 def _prefix(name: str) -> str:
     """A config entry's name as a mount prefix (a letter, then letters, digits, '-')."""
     import re
@@ -230,16 +240,10 @@ def _run_config(ns: argparse.Namespace, port: int, out_fd: int | None) -> int:
     if not entries:
         print(f"{PROG}: {ns.config}: no servers (neither mcpServers nor servers)", file=sys.stderr)
         return 2
-    auth = public_url = None
-    if ns.http:
-        from ._serve_auth import plan_auth
-
-        ns.spec = ns.config
-        plan = plan_auth(ns, None)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
+    plan = _front_auth(ns, ns.config)
+    if plan is None:
+        return 2
+    auth, public_url = plan
     host = Server("mcpkit-proxy", auth=auth)
     mounts = []
     for name, entry in entries.items():
