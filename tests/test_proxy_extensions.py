@@ -1,5 +1,6 @@
 """Extensions through the proxy: skills (SEP-2640) and the 2026-07-28 tasks extension
-(SEP-2663), carried when the backend offers them, and not advertised when it does not.
+(SEP-2663), carried when the backend offers them, and not advertised when it does not; a
+2025-11-25 backend's tool tasks (npm server-everything) served as the tasks extension.
 
 Backends: tests/servers/tasks_server.py (an mcpkit server with the tasks extension) over
 stdio (``mcpkit serve``) and in process, and an mcpkit server serving skills. The strict
@@ -145,5 +146,41 @@ def test_extensions_the_backend_lacks_are_not_advertised() -> None:
                     assert info.value.code == -32601
 
         run(go(), 30)
+    finally:
+        front.close()
+
+
+def test_a_legacy_backends_tool_tasks_reach_a_modern_client_as_the_tasks_extension() -> None:
+    # npm server-everything (2025-11-25, stdio): simulate-research-query needs a task
+    # (execution.taskSupport "required"), four stages of about a second each.
+    import subprocess
+
+    from tests.helpers.cli import everything_argv
+
+    front = proxy(everything_argv(), stderr=subprocess.DEVNULL)
+    try:
+        assert front.backend.era == "legacy"
+
+        async def go() -> None:
+            async with Client(front) as client:
+                card = await client.discover()
+                assert card.capabilities.extensions is not UNSET and TASKS_ID in card.capabilities.extensions
+                handle = await client.call_tool("simulate-research-query", {"topic": "tides"}, task=True)
+                assert isinstance(handle, TaskHandle) and handle.task_id and handle.status == "working"
+                assert handle.poll_interval == pytest.approx(1.0)  # the backend's pollInterval, as pollIntervalMs
+                result = await handle.result()
+                assert "Research Report: tides" in texts(result)[0]
+                assert result.meta is UNSET or "io.modelcontextprotocol/related-task" not in result.meta
+                doomed = await client.call_tool("simulate-research-query", {"topic": "waves"}, task=True)
+                await doomed.cancel()
+                assert doomed.status == "cancelled"
+                with pytest.raises(MCPError) as info:
+                    await client.request("tasks/update", {"taskId": doomed.task_id, "inputResponses": {}})
+                assert info.value.code == -32602 and "2025-11-25" in info.value.message
+                plain = await client.call_tool("simulate-research-query", {"topic": "now"})
+                assert plain.isError is True  # a task-only tool called plainly: the backend's own refusal
+                assert "requires task augmentation" in texts(plain)[0]
+
+        run(go(), 90)
     finally:
         front.close()

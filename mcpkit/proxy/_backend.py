@@ -84,6 +84,8 @@ class Backend:
         self.pool = SessionPool(self, max_sessions=max_sessions, idle_ttl=idle_ttl)
         #: The resource URIs the front's clients follow (a modern backend's listen stream).
         self.followed: list[str] = []
+        #: A legacy backend's tools' ``execution.taskSupport`` (:mod:`._tasks_legacy`).
+        self.task_support: dict[str, str | None] = {}
         #: The resources a legacy backend session is subscribed to.
         self.subscribed: set[str] = set()
 

@@ -8,7 +8,8 @@
   answered with a task handle reaches the front client as that handle, and the front
   client's declaration of the extension reaches the backend with each request (a task is
   only created for a request that declares it). Task ids are the backend's: nothing is kept
-  in the proxy, so any worker answers any of them.
+  in the proxy, so any worker answers any of them. A 2025-11-25 backend's tool tasks are
+  served as this extension too (:mod:`._tasks_legacy`).
 
 The front advertises each carried extension with the backend's own settings; an extension
 the proxy does not know is not advertised (its methods would have nowhere to go).
@@ -47,15 +48,17 @@ _MODERN_ONLY = frozenset({tasks.EXTENSION_ID})
 
 def carried(backend: Backend) -> dict[str, dict[str, Any]]:
     """The backend's extensions the proxy carries: id -> the backend's settings."""
+    from . import _tasks_legacy
+
     caps = backend.card.get("capabilities") or {}
     offered = caps.get("extensions")
-    if not isinstance(offered, dict):
-        return {}
     out = {}
-    for ext_id, settings in offered.items():
+    for ext_id, settings in (offered.items() if isinstance(offered, dict) else ()):
         if ext_id not in _METHODS or (ext_id in _MODERN_ONLY and backend.era == "legacy"):
             continue
         out[ext_id] = dict(settings) if isinstance(settings, dict) else {}
+    if _tasks_legacy.offers(backend):  # 2025-11-25 tool tasks, served as the extension
+        out[tasks.EXTENSION_ID] = {}
     return out
 
 

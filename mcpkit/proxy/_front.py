@@ -29,12 +29,12 @@ import msgspec
 from msgspec import UNSET
 
 from ..errors import MCPError
-from ..protocol import errors, versions
+from ..protocol import errors, tasks, versions
 from ..protocol import headers as H
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..server import InputRequired, Server
-from . import _extensions
+from . import _extensions, _tasks_legacy
 from ._pending import BackendCall, PendingCalls
 from ._subscriptions import Upstream
 
@@ -235,6 +235,8 @@ class Forwarder:
     async def forward_extension(self, method: str, typ: type[Any], ctx: Context, params: Any) -> Any:
         """A carried extension's method (skills, tasks): one backend request, its result typed."""
         self._seen()
+        if self.backend.era == "legacy" and method.startswith("tasks/"):  # 2025-11-25 tasks, translated
+            return await _tasks_legacy.forward(await self._session(ctx), method, params)
         send = self._params(ctx, params)
         if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
             send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
@@ -271,7 +273,26 @@ class Forwarder:
             if questions:
                 await self._answer(ctx, call, questions)
             return await self._drive(ctx, params, call)
-        return await self._drive(ctx, params, None, self._params(ctx, params), session=await self._session(ctx))
+        session = await self._session(ctx)
+        send = self._params(ctx, params)
+        if await self._as_legacy_task(ctx, session, params):
+            send["task"] = {}
+            raw = await self._drive(ctx, params, None, send, session=session, final=False)
+            if _tasks_legacy.is_created(raw):
+                return _tasks_legacy.created(raw)
+            return self._typed(method, _ASKING[method], raw)
+        return await self._drive(ctx, params, None, send, session=session)
+
+    async def _as_legacy_task(self, ctx: Context, session: Backend, params: Any) -> bool:
+        """Whether this ``tools/call`` runs as a 2025-11-25 task (the front client declared the
+        tasks extension, the backend offers tool tasks, and the tool supports them)."""
+        if ctx.method != "tools/call" or tasks.EXTENSION_ID not in self.backend.extensions:
+            return False
+        if not _tasks_legacy.wanted(ctx):
+            return False
+        bridge = self.backend.bridge
+        assert bridge is not None
+        return await bridge.run(_tasks_legacy.task_support(session, params.name)) in ("optional", "required")
 
     async def _forward_stateless(self, ctx: Context, params: Any) -> Any:
         """A modern backend: its ``input_required`` passes through as it is (same keys, every
