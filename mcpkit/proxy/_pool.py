@@ -48,6 +48,7 @@ class SessionPool:
         #: The open sessions, least recently used first: key -> (backend, last used).
         self.sessions: OrderedDict[Key, tuple[Backend, float]] = OrderedDict()
         self._opening: dict[Key, asyncio.Future[Backend]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     def key(self, principal: str | None, client_caps: Mapping[str, Any] | None) -> Key:
         declare = self.primary.declare
@@ -120,7 +121,9 @@ class SessionPool:
         for key, (session, used) in list(self.sessions.items()):
             if now - used >= self.idle_ttl and not session.busy():
                 del self.sessions[key]
-                asyncio.ensure_future(session.shutdown())
+                task = asyncio.ensure_future(session.shutdown())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
         sessions = [s for s, _ in self.sessions.values()]
