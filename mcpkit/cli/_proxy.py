@@ -163,7 +163,7 @@ def _run_workers(ns: argparse.Namespace, backend: Any, options: dict[str, Any], 
     import os
 
     from .._workers import NEEDS_REDIS, serve_workers
-    from ._serve import _hostport
+    from ._serve import _hostport, run_workers
 
     if not ns.http:
         print(f"{PROG}: --workers and --redis are for an HTTP front: add --http", file=sys.stderr)
@@ -188,18 +188,9 @@ def _run_workers(ns: argparse.Namespace, backend: Any, options: dict[str, Any], 
     where = f"http://{_hostport(ns.host, port)}{ns.path}"
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if redis_url else "") +
           f", each with its own backend: {options.get('label') or backend}", file=sys.stderr, flush=True)
-    try:
-        serve_workers("", workers=ns.workers, redis_url=redis_url, host=ns.host, port=port, path=ns.path,
-                      proxy={"target": backend, "options": options}, **app)
-    except ImportError as exc:
-        print(f"{PROG}: --workers/--redis needs mcpkit[redis]: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, RuntimeError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: stopped (SIGINT)", file=sys.stderr, flush=True)
-    return 0
+    return run_workers(PROG, lambda: serve_workers("", workers=ns.workers, redis_url=redis_url, host=ns.host,
+                                                   port=port, path=ns.path,
+                                                   proxy={"target": backend, "options": options}, **app))
 
 
 def _front_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | None:
