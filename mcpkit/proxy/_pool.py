@@ -14,7 +14,9 @@ proxy relays)`` and the methods that ask nothing (lists, completion, subscriptio
 sessions are opened on first use (a stdio backend: one process each), at most
 ``max_sessions`` of them; one idle for ``idle_ttl`` seconds is closed. When the pool is full
 the least recently used idle session is closed to make room; when every session is busy the
-request fails with one clear error (never a session of someone else).
+request fails with one clear error (never a session of someone else). A session is busy while
+a forwarded request runs or waits on it (an MRTR question), and while a front client follows
+a resource on it (:mod:`._subscriptions`).
 """
 
 from __future__ import annotations
