@@ -23,12 +23,21 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (what uvicorn serves on by default), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class LoopThread:
     """One event loop running forever on a daemon thread."""
 
     def __init__(self, name: str = "mcpkit-proxy-backend") -> None:
         self.name = name
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_loop()
         self._thread = self._start()
 
     def _start(self) -> threading.Thread:
