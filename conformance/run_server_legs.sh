@@ -54,8 +54,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ ${#legs[@]} -eq 0 ] && legs=(requirements suite legacy-requirements legacy-suite skills)
-# The proxy does not carry the skills extension (issue 21 built it after the proxy): no skills leg through it.
-[ -n "${CONFORMANCE_VIA_PROXY:-}" ] && legs=("${legs[@]/skills}") && legs=(${legs[@]})
 SKILLS_SCENARIOS=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
 
 command -v "$PYTHON" >/dev/null 2>&1 || { log "interpreter '$PYTHON' not found (set PYTHON)"; exit 2; }

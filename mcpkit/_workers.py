@@ -31,6 +31,7 @@ NEEDS_REDIS = ("--workers {n} needs Redis: with several workers, listen streams,
 def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, host: str = "127.0.0.1",
                   port: int = 8000, path: str = "/mcp", log_level: str = "warning", otel: bool = False,
                   rate_limits: list[str] | None = None, operating: dict[str, Any] | None = None,
+                  proxy: dict[str, Any] | None = None,
                   **app_options: Any) -> None:
     """Serve the server in ``spec`` (``FILE.py[:attr]`` or ``module[:attr]``) over HTTP on
     ``workers`` processes sharing one socket, backed by Redis at ``redis_url`` (default:
@@ -44,6 +45,10 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
     :func:`mcpkit._operating.operate` (request logs, budgets...; ``otel`` and ``rate_limits``
     too). A worker that dies is replaced; when they keep dying as soon
     as they start (a broken server file), RuntimeError is raised once they are all stopped.
+
+    ``proxy``: serve :func:`mcpkit.proxy.proxy` ``(proxy["target"], **proxy["options"])``
+    instead of ``spec`` (``mcpkit proxy --workers``): each worker connects its own backend
+    (a stdio backend runs once per worker) and serves its front on the backend's loop.
     """
     redis_url = redis_url or os.environ.get("MCPKIT_REDIS_URL") or None
     if workers < 1:
@@ -52,7 +57,7 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
         raise ValueError(NEEDS_REDIS.format(n=workers))
     ops = {"otel": otel, "rate_limits": list(rate_limits or ()), **(operating or {})}
     config = {"spec": spec, "redis_url": redis_url, "path": path, "log_level": log_level, "app_options": app_options,
-              "operating": ops}
+              "operating": ops, "proxy": proxy}
     try:
         json.dumps(config)
     except TypeError as exc:
@@ -167,12 +172,30 @@ class _Supervisor:
 def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host: str = "127.0.0.1",
            port: int = 8000) -> None:
     from .server import load_server
-    from .transports.http import run_http_server
 
     # run_http_server applies the server's own auth (Server(auth=...)), with the audience fixed
     # from the socket the worker serves (or app_options["public_url"]).
-    server = load_server(config["spec"])
+    proxied = config.get("proxy")
+    server: Any
+    if proxied:
+        from .proxy import proxy
+
+        server = proxy(proxied["target"], **proxied.get("options", {}))
+        runner = server.runner()
+    else:
+        server = load_server(config["spec"])
+        runner = None
+    try:
+        _serve_loaded(server, config, sockets=sockets, host=host, port=port, runner=runner)
+    finally:
+        if proxied:
+            server.close()
+
+
+def _serve_loaded(server: Any, config: dict[str, Any], *, sockets: list[socket.socket] | None, host: str, port: int,
+                  runner: Any) -> None:
     from ._operating import operate
+    from .transports.http import run_http_server
 
     on_shutdown = None
     store = None
@@ -185,18 +208,19 @@ def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host:
         store = backend.rate_buckets
     operate(server, "http", rate_store=store, **config.get("operating", {}))
     run_http_server(server, host=host, port=port, path=config["path"], log_level=config["log_level"],
-                    sockets=sockets, on_shutdown=on_shutdown, **config["app_options"])
+                    sockets=sockets, on_shutdown=on_shutdown, runner=runner, **config["app_options"])
 
 
 def _worker_main(argv: list[str]) -> None:
     """A child: serve on the inherited socket ``argv[0]`` with the JSON config ``argv[1]``."""
     fd, config = int(argv[0]), json.loads(argv[1])
     sock = socket.socket(fileno=fd)
-    from .errors import LifespanError, ServerLoadError
+    from .errors import LifespanError, ServerLoadError, TransportError
 
     try:
         _serve(config, sockets=[sock])
-    except (ServerLoadError, ValueError, LifespanError) as exc:  # a broken file, a failed lifespan...: one line
+    except (ServerLoadError, ValueError, LifespanError, TransportError) as exc:  # a broken file, a failed
+        # lifespan, a backend that is down: one line
         print(f"mcpkit: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
         sys.exit(2)
 

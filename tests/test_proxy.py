@@ -213,20 +213,26 @@ def test_bad_input_is_refused_by_the_front_and_never_reaches_the_backend() -> No
     assert "tools/call" not in seen
 
 
-def test_front_client_without_the_capability_gets_32021_not_a_hang() -> None:
+def test_front_client_without_the_capability_gets_the_backends_own_answer_not_a_hang() -> None:
+    # The backend session of a client that cannot elicit declares no elicitation, so the
+    # backend answers as it would that client directly: server-everything lists
+    # trigger-elicitation-request only to clients that can elicit.
     backend = everything_argv()
     front = proxy(backend, stderr=subprocess.DEVNULL)
     try:
-        async def main() -> MCPError:
-            async with Client(front) as client:  # declares no elicitation
-                with pytest.raises(MCPError) as info:
-                    await client.call_tool("trigger-elicitation-request", {})
-                return info.value
+        async def main() -> tuple[set[str], set[str], Any]:
+            async with Client(front) as plain:  # declares no elicitation
+                hidden = {tool.name for tool in await plain.list_tools()}
+                result = await plain.call_tool("trigger-elicitation-request", {})
+            async with Client(front, elicitation=lambda p: {"action": "decline"}) as asking:
+                shown = {tool.name for tool in await asking.list_tools()}
+            return hidden, shown, result
 
-        err = run(main(), 60)
+        hidden, shown, result = run(main(), 60)
     finally:
         front.close()
-    assert err.code == -32021
+    assert "trigger-elicitation-request" not in hidden and "trigger-elicitation-request" in shown
+    assert result.isError is True and "not found" in result.content[0].text
 
 
 # ------------------------------------------------------------------ the README

@@ -44,6 +44,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE",
                    help="mount every server of this host config (mcpServers or VS Code servers) behind one endpoint, "
                         "each under its name (tools NAME_tool, resources NAME+uri)")
+    scale = p.add_argument_group("several workers (--http; needs mcpkit[redis])")
+    scale.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="serve on N worker processes sharing the port, each with its own backend (above 1 "
+                            "needs --redis)")
+    scale.add_argument("--redis", metavar="URL", help="Redis for listen fan-out, legacy sessions and the MRTR key "
+                       "ring across workers (default: $MCPKIT_REDIS_URL)")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="give up connecting to the backend after this long (default 10)")
     auth = p.add_argument_group("protecting the front (--http; needs mcpkit[oauth])")
@@ -132,26 +138,74 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
             import os
 
             options["env"] = {**os.environ, **target.env}
-    auth = public_url = None
+    plan = _front_auth(ns, target.label)
+    if plan is None:
+        return 2
+    auth, public_url = plan
     if ns.http:
-        from ._serve_auth import plan_auth
-
-        ns.spec = target.label
-        plan = plan_auth(ns, None)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
         options["auth"] = auth
+    if ns.workers != 1 or ns.redis:
+        return _run_workers(ns, backend, options, port)
     try:
         server = proxy(backend, **options)
     except (MCPError, TransportError, OSError, ValueError, TimeoutError) as exc:
         print(f"{PROG}: {target.label}: {describe_error(exc, ns.connect_timeout)}", file=sys.stderr)
         return 1
     try:
-        return _serve(ns, server, port, auth, public_url, out_fd)
+        return _serve(ns, server, port, auth, public_url, out_fd, runner=server.runner())
     finally:
         server.close()
+
+
+def _run_workers(ns: argparse.Namespace, backend: Any, options: dict[str, Any], port: int) -> int:
+    """``--workers N --redis URL``: the workers machinery of ``mcpkit serve``, each worker
+    with its own backend connection (a stdio backend runs once per worker)."""
+    import os
+
+    from .._workers import NEEDS_REDIS, serve_workers
+    from ._serve import _hostport, run_workers
+
+    if not ns.http:
+        print(f"{PROG}: --workers and --redis are for an HTTP front: add --http", file=sys.stderr)
+        return 2
+    if ns.workers < 1:
+        print(f"{PROG}: --workers must be at least 1", file=sys.stderr)
+        return 2
+    redis_url = ns.redis or os.environ.get("MCPKIT_REDIS_URL")
+    if ns.workers > 1 and not redis_url:
+        print(f"{PROG}: {NEEDS_REDIS.format(n=ns.workers)}", file=sys.stderr)
+        return 2
+    if options.get("auth") is not None or options.get("client_auth") is not None:
+        print(f"{PROG}: --auth-* and an OAuth login for the backend are not supported with --workers yet; "
+              "use --bearer/--header for the backend, or one worker", file=sys.stderr)
+        return 2
+    options.pop("auth", None)
+    app: dict[str, Any] = {}
+    if ns.allowed_host:
+        app["allowed_hosts"] = ns.allowed_host
+    if ns.allowed_origin:
+        app["allowed_origins"] = ns.allowed_origin
+    where = f"http://{_hostport(ns.host, port)}{ns.path}"
+    print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if redis_url else "") +
+          f", each with its own backend: {options.get('label') or backend}", file=sys.stderr, flush=True)
+    return run_workers(PROG, lambda: serve_workers("", workers=ns.workers, redis_url=redis_url, host=ns.host,
+                                                   port=port, path=ns.path,
+                                                   proxy={"target": backend, "options": options}, **app))
+
+
+def _front_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | None:
+    """What protects an HTTP front (``--auth-*``): (auth, public URL), both None for stdio;
+    None after printing why the options do not fit."""
+    if not ns.http:
+        return None, None
+    from ._serve_auth import plan_auth
+
+    ns.spec = spec
+    plan = plan_auth(ns, None)
+    if isinstance(plan, str):
+        print(f"{PROG}: {plan}", file=sys.stderr)
+        return None
+    return plan
 
 
 def _prefix(name: str) -> str:
@@ -177,16 +231,10 @@ def _run_config(ns: argparse.Namespace, port: int, out_fd: int | None) -> int:
     if not entries:
         print(f"{PROG}: {ns.config}: no servers (neither mcpServers nor servers)", file=sys.stderr)
         return 2
-    auth = public_url = None
-    if ns.http:
-        from ._serve_auth import plan_auth
-
-        ns.spec = ns.config
-        plan = plan_auth(ns, None)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
+    plan = _front_auth(ns, ns.config)
+    if plan is None:
+        return 2
+    auth, public_url = plan
     host = Server("mcpkit-proxy", auth=auth)
     mounts = []
     for name, entry in entries.items():
@@ -233,7 +281,7 @@ def startup_line(server: Any, where: str, auth: Any = None) -> str:
 
 
 def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url: str | None,
-           out_fd: int | None, line: Any = None) -> int:
+           out_fd: int | None, line: Any = None, runner: Any = None) -> int:
     if line is None:
         def line(where: str) -> str:
             return startup_line(server, where, auth)
@@ -251,12 +299,12 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
             from ..transports import run_stdio_server
 
             print(line("stdio"), file=sys.stderr, flush=True)
-            run_stdio_server(server, out_fd=out_fd)
+            run_stdio_server(server, out_fd=out_fd, runner=runner)
             return 0
         from ..transports.http import run_http_server
         from ._serve import _hostport
 
-        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth}
+        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth, "runner": runner}
         if public_url:
             options["public_url"] = public_url
         if ns.allowed_host:

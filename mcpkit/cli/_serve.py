@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _serve_ops
@@ -227,17 +228,25 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     where = f"http://{_hostport(ns.host, ns.port)}{ns.path}"
     print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
+    return run_workers(PROG, lambda: serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis,
+                                                   operating=_serve_ops.middleware_options(ns), **options,
+                                                   **_serve_ops.http_options(ns)))
+
+
+def run_workers(prog: str, start: Callable[[], None]) -> int:
+    """Run ``start()`` (a ``serve_workers`` call) until it returns; its failures as one line
+    under ``prog`` and exit status 1, Ctrl-C as the stopped line."""
     try:
-        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, operating=_serve_ops.middleware_options(ns),
-                      **options, **_serve_ops.http_options(ns))
+        start()
     except ImportError as exc:
-        print(f"{PROG}: {missing_extra(exc, '--workers/--redis')}", file=sys.stderr)
+        print(f"{prog}: {missing_extra(exc, '--workers/--redis')}", file=sys.stderr)
         return 1
     except (ValueError, RuntimeError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        _stopped_line(signal.SIGINT)
+        if not os.environ.get(_CHILD_ENV):
+            print(f"{prog}: stopped (SIGINT)", file=sys.stderr, flush=True)
     return 0
 
 

@@ -8,7 +8,9 @@ re-served as an mcpkit :class:`~mcpkit.Server` to clients of both eras.
 
 :func:`proxy` connects to the backend first (its loop runs on a daemon thread), so the front
 advertises exactly what the backend has, then returns a :class:`ProxyServer` whose tools,
-resources, templates, prompts, completions and list changes forward to it. Era translation:
+resources, templates, prompts, completions, list changes and carried extensions (skills,
+tasks: :mod:`._extensions`) forward to it; ``server.run()`` serves the front on the backend's
+own loop (no thread hop per call). Era translation:
 
 - a 2026-07-28 front client gets a legacy backend's server-to-client requests (elicitation,
   sampling, roots) as ``input_required``; its retry answers the waiting backend request, kept
@@ -34,11 +36,12 @@ Front credentials are never passed to the backend: the backend connection carrie
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Literal
 
 from ..server import Server
 from ._backend import Backend
+from ._extensions import carried
 from ._front import STATE_KEY, Forwarder, front_capabilities
 from ._mount import Mount, Mounts
 
@@ -55,6 +58,18 @@ class ProxyServer(Server):
         """The backend tool ``name``'s ``x-mcp-header`` annotations (the front checks
         ``Mcp-Param-*`` headers against them); None if it has none or is unknown."""
         return self.forwarder.tool_header_map(name)
+
+    def runner(self) -> Callable[[Coroutine[Any, Any, None]], object] | None:
+        """What runs the front's serving coroutine: on the backend's loop, in the calling
+        thread (``runner=`` of the transports' ``run_*_server``), so front and backend share
+        one loop; None once closed."""
+        bridge = self.backend.bridge
+        return bridge.run_here if bridge is not None else None
+
+    def run(self, transport: Literal["stdio", "http", "streamable-http"] = "stdio", **kwargs: Any) -> None:
+        """As :meth:`Server.run <mcpkit.Server.run>`, the front served on the backend's loop."""
+        kwargs.setdefault("runner", self.runner())
+        super().run(transport, **kwargs)
 
     def close(self) -> None:
         """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
@@ -77,6 +92,8 @@ def proxy(
     call_timeout: float = 600.0,
     pending_limit: int = 1000,
     pending_ttl: float = 600.0,
+    max_sessions: int = 16,
+    session_idle_ttl: float = 300.0,
     restart: Any = True,
     headers: Mapping[str, str] | None = None,
     bearer_token: str | None = None,
@@ -97,6 +114,8 @@ def proxy(
     answers ``initialize`` raises :class:`~mcpkit.errors.TransportError`), ``request_timeout``
     each list/completion, ``call_timeout`` each tool call, prompt or read (questions included).
     ``pending_limit``/``pending_ttl`` bound the backend calls waiting for an MRTR retry.
+    ``max_sessions``/``session_idle_ttl`` bound a legacy backend's sessions (one per front
+    principal and client-capability set, :mod:`mcpkit.proxy._pool`).
     Other keyword arguments go to :class:`~mcpkit.Server` (``state_keys``, ``page_size``...).
     """
     if pending_limit < 1 or pending_ttl <= 0:
@@ -109,7 +128,8 @@ def proxy(
         if value is not None:
             client_options[key] = value
     backend = Backend(target, connect_timeout=connect_timeout, request_timeout=request_timeout,
-                      call_timeout=call_timeout, declare=declare, label=label, **client_options)
+                      call_timeout=call_timeout, declare=declare, label=label, max_sessions=max_sessions,
+                      idle_ttl=session_idle_ttl, **client_options)
     backend.connect()
     try:
         card = backend.card
@@ -122,7 +142,7 @@ def proxy(
                              version or str(info.get("version") or "0"),
                              instructions=instructions if isinstance(instructions, str) else None,
                              auth=auth, **server_options)
-        server.advertise(front_capabilities(card.get("capabilities") or {}))
+        server.advertise(front_capabilities(card.get("capabilities") or {}, carried(backend)))
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()

@@ -26,6 +26,7 @@ from ..protocol import errors
 from ..protocol import meta as M
 from ._bridge import LoopThread
 from ._pending import BackendCall, Event
+from ._pool import SessionPool
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -51,7 +52,8 @@ class Backend:
 
     def __init__(self, target: Any, *, connect_timeout: float = 10.0, request_timeout: float = 60.0,
                  call_timeout: float = 600.0, declare: Sequence[str] = ("elicitation", "sampling", "roots"),
-                 label: str | None = None, **client_options: Any) -> None:
+                 label: str | None = None, max_sessions: int = 16, idle_ttl: float = 300.0,
+                 **client_options: Any) -> None:
         for name in declare:
             if name not in ("elicitation", "sampling", "roots"):
                 raise ValueError(f"declare: unknown client capability {name!r} (elicitation, sampling, roots)")
@@ -76,6 +78,16 @@ class Backend:
         self.bridge: LoopThread | None = None
         self._listener: asyncio.Task[None] | None = None
         self._level_rank: int | None = None  # a legacy backend's session log level, once set
+        #: The backend's extensions the front carries (their declarations reach the backend).
+        self.extensions: frozenset[str] = frozenset()
+        #: A legacy backend's sessions by caller and client capabilities (:mod:`._pool`).
+        self.pool = SessionPool(self, max_sessions=max_sessions, idle_ttl=idle_ttl)
+        #: The resource URIs the front's clients follow (a modern backend's listen stream).
+        self.followed: list[str] = []
+        #: A legacy backend's tools' ``execution.taskSupport`` (:mod:`._tasks_legacy`).
+        self.task_support: dict[str, str | None] = {}
+        #: The resources a legacy backend session is subscribed to.
+        self.subscribed: set[str] = set()
 
     # ---------------------------------------------------------------- lifecycle
     def connect(self) -> None:
@@ -83,12 +95,13 @@ class Backend:
         if self.bridge is None:
             self.bridge = LoopThread()
         try:
-            self.bridge.run_sync(self._connect(), self.connect_timeout + 5.0)
+            self.bridge.run_sync(self.open(), self.connect_timeout + 5.0)
         except BaseException:
             self.close()
             raise
 
-    async def _connect(self) -> None:
+    async def open(self) -> None:
+        """Connect the backend client (on the backend loop)."""
         from ..client import Client
 
         options: dict[str, Any] = {"timeout": self.connect_timeout, "probe_timeout": min(5.0, self.connect_timeout),
@@ -117,7 +130,8 @@ class Backend:
             self._listener = asyncio.ensure_future(self._listen())
 
     async def _listen(self) -> None:
-        """A modern backend's list changes, from one ``subscriptions/listen`` stream."""
+        """A modern backend's list changes and the resources the front follows
+        (:attr:`followed`), from one ``subscriptions/listen`` stream."""
         caps = self.card.get("capabilities") or {}
 
         def changes(name: str) -> bool:
@@ -125,17 +139,39 @@ class Backend:
             return isinstance(cap, dict) and bool(cap.get("listChanged"))
 
         tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
-        if not (tools or prompts or resources) or self.client is None:
+        uris = self.followed
+        if not (tools or prompts or resources or uris) or self.client is None:
             return
         while True:
             try:
-                async for _note in self.client.listen(tools=tools, prompts=prompts, resources_list=resources):
+                async for _note in self.client.listen(tools=tools, prompts=prompts, resources_list=resources,
+                                                      resources=uris):
                     pass  # every note reaches _note through the client's on_notification
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 log.info("the backend's listen stream ended (%s); opening it again", exc)
             await asyncio.sleep(1.0)
+
+    async def follow(self, uri: str, on: bool, followed: list[str]) -> None:
+        """Subscribe the backend to ``uri`` (or leave it); ``followed``: every URI followed now."""
+        if self.client is None:
+            return
+        if self.era == "legacy":
+            caps = (self.card.get("capabilities") or {}).get("resources")
+            if not (isinstance(caps, dict) and caps.get("subscribe")):
+                return
+            method = "resources/subscribe" if on else "resources/unsubscribe"
+            (self.subscribed.add if on else self.subscribed.discard)(uri)
+            try:
+                await self.client.request(method, {"uri": uri}, timeout=self.request_timeout)
+            except Exception as exc:
+                log.warning("the backend refused %s %s: %s", method, uri, exc)
+            return
+        self.followed = followed  # a modern backend: one listen stream, opened again with the new set
+        if self._listener is not None:
+            self._listener.cancel()
+        self._listener = asyncio.ensure_future(self._listen())
 
     def close(self) -> None:
         """Disconnect (a stdio backend is stopped) and stop the backend loop."""
@@ -144,12 +180,27 @@ class Backend:
             return
         self.bridge = None
         try:
-            bridge.run_sync(self._close(), 5.0)
+            bridge.run_sync(self.shutdown(), 5.0)
         except Exception:  # the loop is going away regardless
             log.debug("closing the backend failed", exc_info=True)
         bridge.stop()
 
-    async def _close(self) -> None:
+    def busy(self) -> bool:
+        """Whether a forwarded request is in flight (or parked for an MRTR retry) here, or a
+        front client follows a resource on this session."""
+        return bool(self.subscribed) or any(not call.done for call in self.inflight)
+
+    async def session_for(self, principal: str | None, client_caps: dict[str, Any] | None) -> Backend:
+        """The session that serves a request of ``principal`` with ``client_caps``: this one
+        for a modern backend, the pool's for a legacy one (on the backend loop)."""
+        if self.era != "legacy":
+            return self
+        return await self.pool.session_for(principal, client_caps)
+
+    async def shutdown(self) -> None:
+        """Disconnect the client (a stdio backend is stopped) and the pool's sessions; the
+        loop keeps running."""
+        await self.pool.close()
         if self._listener is not None:
             self._listener.cancel()
         for call in list(self.inflight):
@@ -216,6 +267,9 @@ class Backend:
         out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
         if self.era != "legacy" and client_caps is not None:
             caps = {k: v for k, v in client_caps.items() if k in self.declare}
+            declared = client_caps.get("extensions")
+            if isinstance(declared, dict) and self.extensions:
+                caps["extensions"] = {k: v for k, v in declared.items() if k in self.extensions}
             out["_meta"] = {M.CLIENT_CAPABILITIES: caps}
         return out
 

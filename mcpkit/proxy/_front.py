@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +29,14 @@ import msgspec
 from msgspec import UNSET
 
 from ..errors import MCPError
-from ..protocol import errors, versions
+from ..protocol import errors, tasks, versions
 from ..protocol import headers as H
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..server import InputRequired, Server
+from . import _extensions, _tasks_legacy
 from ._pending import BackendCall, PendingCalls
+from ._subscriptions import Upstream
 
 if TYPE_CHECKING:
     from ..server import Context
@@ -43,6 +46,10 @@ log = logging.getLogger("mcpkit.proxy")
 
 #: Where a parked backend call's id travels in ``ctx.state`` (sealed into the requestState).
 STATE_KEY = "mcpkit.proxy/call"
+#: Which process holds the parked call (its backend session lives there), in ``ctx.state``.
+WORKER_KEY = "mcpkit.proxy/worker"
+#: This process's id for WORKER_KEY (random: a restarted worker is another one).
+WORKER_ID = secrets.token_urlsafe(12)
 #: Where a modern backend's own requestState travels in ``ctx.state`` (sealed into the front's).
 BACKEND_STATE_KEY = "mcpkit.proxy/backend"
 #: Input rounds the proxy drives itself for a legacy front client (a modern backend that keeps asking).
@@ -63,10 +70,14 @@ _ASKING: dict[str, type[t.Result]] = {
 }
 
 
-def front_capabilities(backend_caps: dict[str, Any]) -> t.ServerCapabilities:
-    """What the front advertises: what the backend has, and the proxy can carry."""
+def front_capabilities(backend_caps: dict[str, Any], extensions: dict[str, dict[str, Any]] | None = None
+                       ) -> t.ServerCapabilities:
+    """What the front advertises: what the backend has, and the proxy can carry
+    (``extensions``: the backend's that it carries, with their settings)."""
     keep = {k: v for k, v in backend_caps.items()
             if k in ("tools", "resources", "prompts", "completions", "logging") and isinstance(v, dict)}
+    if extensions:
+        keep["extensions"] = extensions
     try:
         return msgspec.convert(keep, t.ServerCapabilities)
     except msgspec.ValidationError as exc:
@@ -94,6 +105,8 @@ class Forwarder:
         #: Rewrites a backend result (method, raw dict) before it is typed (a mount's names).
         self.rewrite: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
         self._refreshing: asyncio.Future[None] | None = None
+        #: The resources the front's clients follow, followed on the backend.
+        self.upstream = Upstream(backend)
 
     def install(self) -> None:
         server = self.server
@@ -104,6 +117,8 @@ class Forwarder:
         server.wrap_method("completion/complete", self.forward_complete)
         server.wrap_method("subscriptions/listen", self.note_loop)
         self.backend.on_change = self._changed
+        _extensions.install(server, self.backend, self.forward_extension)
+        server.watch_subscriptions(self.upstream.changed)
 
     # ---------------------------------------------------------------- tool header annotations
     def load_tool_headers(self) -> None:
@@ -195,19 +210,38 @@ class Forwarder:
         return exc
 
     # ---------------------------------------------------------------- methods that ask nothing
+    async def _session(self, ctx: Context) -> Backend:
+        """The backend session for this request's caller and client capabilities (a legacy
+        backend's, from the pool; a modern backend is stateless: the one client)."""
+        backend = self.backend
+        if backend.era != "legacy" or backend.bridge is None:
+            return backend
+        return await backend.bridge.run(backend.session_for(ctx.principal, ctx.client_capabilities))
+
     async def forward_list(self, ctx: Context, params: Any, call_next: Any) -> Any:
         self._seen()
         method = ctx.method
         out: dict[str, Any] = {}
         if params.cursor is not UNSET:
             out["cursor"] = params.cursor
-        raw = await self.backend.request(method, out or None)
+        raw = await (await self._session(ctx)).request(method, out or None)
         return self._typed(method, _LISTS[method], raw)
 
     async def forward_complete(self, ctx: Context, params: Any, call_next: Any) -> Any:
         self._seen()
-        raw = await self.backend.request("completion/complete", self._params(ctx, params))
+        raw = await (await self._session(ctx)).request("completion/complete", self._params(ctx, params))
         return self._typed("completion/complete", t.CompleteResult, raw)
+
+    async def forward_extension(self, method: str, typ: type[Any], ctx: Context, params: Any) -> Any:
+        """A carried extension's method (skills, tasks): one backend request, its result typed."""
+        self._seen()
+        if self.backend.era == "legacy" and method.startswith("tasks/"):  # 2025-11-25 tasks, translated
+            return await _tasks_legacy.forward(await self._session(ctx), method, params)
+        send = self._params(ctx, params)
+        if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
+            send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
+        raw = await (await self._session(ctx)).request(method, send)
+        return self._typed(method, typ, raw)
 
     # ---------------------------------------------------------------- methods that may ask
     def _cancel(self, call: BackendCall) -> None:
@@ -223,6 +257,12 @@ class Forwarder:
         method = ctx.method
         call_id = ctx.state.get(STATE_KEY)
         if isinstance(call_id, str):
+            if ctx.state.get(WORKER_KEY) != WORKER_ID:
+                raise errors.invalid_params(
+                    f"{method}: this retry reached another proxy worker than the one whose backend session holds "
+                    "the request (each worker has its own backend, and a 2025-11-25 backend's questions wait in "
+                    "the worker that asked them); route a client's requests to one worker (sticky sessions) or "
+                    "run one worker, and send the request again without requestState")
             call = self.pending.take(call_id, ctx.principal)
             if call is None:
                 raise errors.invalid_params(f"{method}: the proxied request this retry answers has expired or was "
@@ -233,7 +273,26 @@ class Forwarder:
             if questions:
                 await self._answer(ctx, call, questions)
             return await self._drive(ctx, params, call)
-        return await self._drive(ctx, params, None, self._params(ctx, params))
+        session = await self._session(ctx)
+        send = self._params(ctx, params)
+        if await self._as_legacy_task(ctx, session, params):
+            send["task"] = {}
+            raw = await self._drive(ctx, params, None, send, session=session, final=False)
+            if _tasks_legacy.is_created(raw):
+                return _tasks_legacy.created(raw)
+            return self._typed(method, _ASKING[method], raw)
+        return await self._drive(ctx, params, None, send, session=session)
+
+    async def _as_legacy_task(self, ctx: Context, session: Backend, params: Any) -> bool:
+        """Whether this ``tools/call`` runs as a 2025-11-25 task (the front client declared the
+        tasks extension, the backend offers tool tasks, and the tool supports them)."""
+        if ctx.method != "tools/call" or tasks.EXTENSION_ID not in self.backend.extensions:
+            return False
+        if not _tasks_legacy.wanted(ctx):
+            return False
+        bridge = self.backend.bridge
+        assert bridge is not None
+        return await bridge.run(_tasks_legacy.task_support(session, params.name)) in ("optional", "required")
 
     async def _forward_stateless(self, ctx: Context, params: Any) -> Any:
         """A modern backend: its ``input_required`` passes through as it is (same keys, every
@@ -252,6 +311,8 @@ class Forwarder:
             if isinstance(state, str):
                 out["requestState"] = state
             result = await self._drive(ctx, params, None, out, final=False)
+            if _extensions.is_task(result):  # a tasks backend's handle: the task lives there
+                return _extensions.task_handle(result)
             if result.get("resultType") != "input_required":
                 return self._typed(method, _ASKING[method], result)
             requests = result.get("inputRequests")
@@ -270,7 +331,7 @@ class Forwarder:
                                     f"{_MAX_ROUNDS} rounds")
 
     async def _drive(self, ctx: Context, params: Any, call: BackendCall | None,
-                     send: dict[str, Any] | None = None, *, final: bool = True) -> Any:
+                     send: dict[str, Any] | None = None, *, final: bool = True, session: Backend | None = None) -> Any:
         """Run a backend call (``call``, resumed; or a new one with params ``send``), passing
         its progress and log messages on and its questions to the front, until it ends: its
         result (typed when ``final``, else the raw dict) or its error raised."""
@@ -279,7 +340,7 @@ class Forwarder:
         assert bridge is not None
         if call is None:
             call = BackendCall(method, ctx.principal)
-            await bridge.run(self.backend.start_call(
+            await bridge.run((session or self.backend).start_call(
                 call, method, send or {}, progress=ctx.progress_token is not None, log_level=ctx.log_level))
         try:
             while True:
@@ -314,6 +375,7 @@ class Forwarder:
         bridge = self.backend.bridge
         assert bridge is not None
         ctx.state[STATE_KEY] = call.id
+        ctx.state[WORKER_KEY] = WORKER_ID
         self.pending.park(call)
         try:
             answers = await ctx.ask(questions)
@@ -331,5 +393,6 @@ class Forwarder:
             raise
         self.pending.take(call.id, ctx.principal)
         del ctx.state[STATE_KEY]
+        ctx.state.pop(WORKER_KEY, None)
         for key, answer in answers.items():
             await bridge.run(call.answer(key, msgspec.to_builtins(answer)))

@@ -282,18 +282,17 @@ class Mounts:
     # ---------------------------------------------------------------- routing
     def route_name(self, name: str) -> tuple[Mount, str] | None:
         """The mount a tool or prompt name goes to (the longest prefix) and its own name there."""
-        best = None
-        for prefix, part in self.parts.items():
-            if name.startswith(prefix + "_") and (best is None or len(prefix) > len(best[0].prefix)):
-                best = (part, name[len(prefix) + 1:])
-        return best
+        return self._route(name, "_")
 
     def route_uri(self, uri: str) -> tuple[Mount, str] | None:
         """The mount a resource URI goes to (the longest ``prefix+``) and its own URI there."""
+        return self._route(uri, "+")
+
+    def _route(self, name: str, sep: str) -> tuple[Mount, str] | None:
         best = None
         for prefix, part in self.parts.items():
-            if uri.startswith(prefix + "+") and (best is None or len(prefix) > len(best[0].prefix)):
-                best = (part, uri[len(prefix) + 1:])
+            if name.startswith(prefix + sep) and (best is None or len(prefix) > len(best[0].prefix)):
+                best = (part, name[len(prefix) + 1:])
         return best
 
     def tool_header_map(self, name: str) -> dict[str, tuple[str, ...]] | None:

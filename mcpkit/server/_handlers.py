@@ -249,6 +249,10 @@ class CoreMethods:
         sub = self.server.bus.subscribe()  # before the acknowledgement, so no change slips between
         closing = asyncio.get_running_loop().create_future()
         self.listeners.add(closing)
+        uris = list(ack.resourceSubscriptions) if ack.resourceSubscriptions is not UNSET else []
+        who = ctx.principal, ctx.client_capabilities
+        for uri in uris:
+            self.server.subscription_changed(uri, True, *who)
         try:
             await ctx.emitter("notifications/subscriptions/acknowledged",
                               {"notifications": msgspec.to_builtins(ack), "_meta": tag})
@@ -260,6 +264,8 @@ class CoreMethods:
         finally:
             sub.close()
             self.listeners.discard(closing)
+            for uri in uris:
+                self.server.subscription_changed(uri, False, *who)
         # Ended by the server (shutdown, or the bus dropped us): close gracefully.
         return t.SubscriptionsListenResult(meta=tag)
 

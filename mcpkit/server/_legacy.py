@@ -182,7 +182,10 @@ class LegacySession:
                 raise errors.invalid_params(f"{method}: uri must be a string")
             if "resources" not in self.server.capability_names:
                 raise errors.method_not_found(method)
-            (self.subscriptions.add if method == "resources/subscribe" else self.subscriptions.discard)(uri)
+            subscribe = method == "resources/subscribe"
+            if subscribe != (uri in self.subscriptions):
+                (self.subscriptions.add if subscribe else self.subscriptions.discard)(uri)
+                self.server.subscription_changed(uri, subscribe, *self._who())
             return Reply(codec.encode_result(req.id, {}), None)
         if method in eras.MODERN_ONLY_METHODS:
             raise errors.method_not_found(method)
@@ -326,9 +329,16 @@ class LegacySession:
                 return
             sub = self._sub = self.server.bus.subscribe()
 
+    def _who(self) -> tuple[str | None, dict[str, Any] | None]:
+        """This session's caller key and client capabilities (for subscription watchers)."""
+        return (self.auth.key if self.auth is not None else None), self.client_capabilities
+
     def close(self) -> None:
-        if self.observer is not None and not self.closed:  # telemetry: mcp.server.session.duration
-            self.observer.closed()
+        if not self.closed:
+            if self.observer is not None:  # telemetry: mcp.server.session.duration
+                self.observer.closed()
+            for uri in self.subscriptions:
+                self.server.subscription_changed(uri, False, *self._who())
         self.closed = True
         if self._sub is not None:
             self._sub.close()

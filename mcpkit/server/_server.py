@@ -5,8 +5,7 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -18,6 +17,7 @@ from ..protocol import types as t
 from ..protocol.codec import Reply
 from ..transports import Envelope, hand_over
 from ._bus import Bus, Change, ChangeKind, InMemoryBus
+from ._changes import Changes, SubscriptionWatcher
 from ._context import Emit
 from ._dispatch import Handler, MethodTable, Wrapper
 from ._dispatch import dispatch as dispatch_request
@@ -51,7 +51,7 @@ def _has_modern_meta(raw_params: Any) -> bool:
     return isinstance(meta, dict) and M.PROTOCOL_VERSION in meta
 
 
-class Server(Registrations, Operations):
+class Server(Registrations, Operations, Changes):
     """An MCP server: declare tools, resources and prompts, then run it on a transport.
 
     One ``Server`` serves every request on its own: each carries its version and client
@@ -138,6 +138,7 @@ class Server(Registrations, Operations):
         self.used_states: UsedStates = MemoryUsedStates()
         #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
         self.bus: Bus = InMemoryBus()
+        self._subscription_watchers: list[SubscriptionWatcher] = []
         #: Where legacy HTTP sessions live when several workers share them (None: this process).
         self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
@@ -338,48 +339,6 @@ class Server(Registrations, Operations):
     def _changed(self, kind: ChangeKind) -> None:
         self._refresh_capabilities()
         self._publish(Change(kind))
-
-    #: Changes held by :meth:`batch_changes` (None: published at once).
-    _held: dict[Change, None] | None = None
-
-    @contextlib.contextmanager
-    def batch_changes(self) -> Iterator[None]:
-        """Hold change notifications while several registrations change, then publish each
-        distinct one once (one ``list_changed`` per kind, one update per URI), in order.
-        Nested batches publish when the outermost ends."""
-        if self._held is not None:
-            yield
-            return
-        self._held = {}
-        try:
-            yield
-        finally:
-            held, self._held = self._held, None
-            for change in held:
-                self._publish(change)
-
-    # ---------------------------------------------------------------- change notifications
-    def notify_tools_changed(self) -> None:
-        """Tell ``subscriptions/listen`` streams that opted in that the tool list changed."""
-        self._publish(Change("tools"))
-
-    def notify_prompts_changed(self) -> None:
-        """Tell ``subscriptions/listen`` streams that opted in that the prompt list changed."""
-        self._publish(Change("prompts"))
-
-    def notify_resources_changed(self) -> None:
-        """Tell ``subscriptions/listen`` streams that opted in that the resource list changed."""
-        self._publish(Change("resources"))
-
-    def notify_resource_updated(self, uri: str) -> None:
-        """Tell streams subscribed to ``uri`` (or to a parent of it) that it changed."""
-        self._publish(Change("resource_updated", uri))
-
-    def _publish(self, change: Change) -> None:
-        if self._held is not None:
-            self._held[change] = None
-            return
-        self.bus.publish(change)
 
     def close_listeners(self) -> None:
         """End every open listen stream gracefully (e.g. before shutdown)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import codec, routing
@@ -131,7 +131,8 @@ def _answer_now(server: Dispatcher, line: bytes, write: Callable[[bytes], None],
 
 
 def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int | None = None,
-                     out_fd: int | None = None, **kwargs: Any) -> None:
+                     out_fd: int | None = None, runner: Callable[[Coroutine[Any, Any, None]], object] | None = None,
+                     **kwargs: Any) -> None:
     """Serve ``server`` on stdio until stdin closes and what was in flight is answered, then return.
 
     ``out_fd``: an fd already claimed for MCP (see :func:`claim_stdout`); the caller keeps
@@ -143,6 +144,9 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     atexit handlers run and streams are flushed, but the interpreter's slow teardown is
     skipped, so a host closing many servers is not kept waiting (``mcpkit serve`` does
     this). Code after ``server.run()`` then never runs.
+
+    ``runner`` runs the serving coroutine instead of ``asyncio.run`` (a proxy runs it on its
+    backend's loop, so that the front and the backend client share one loop).
 
     Called while a server file is being loaded (see :mod:`._loading`), it serves nothing and
     hands ``server`` to the loader. A server with a ``lifespan`` is served inside it (started
@@ -162,7 +166,7 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
 
             from .stdio import serve_stdio_running
 
-            asyncio.run(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs))
+            (runner or asyncio.run)(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs))
         else:
             opening = answer_opening(server, in_fd, Out(mcp_fd).write)
             if opening.lines or opening.rest or not opening.eof:
@@ -170,7 +174,7 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
 
                 from .stdio import serve_stdio
 
-                asyncio.run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs))
+                (runner or asyncio.run)(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs))
     except KeyboardInterrupt:
         pass
     if fast_exit:

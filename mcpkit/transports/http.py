@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, assert_never
 
 from ..protocol import codec, errors, routing
@@ -356,12 +356,15 @@ def run_http_server(
     log_level: str = "warning",
     sockets: list[Any] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    runner: Callable[[Coroutine[Any, Any, None]], object] | None = None,
     **app_options: Any,
 ) -> None:
     """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise).
 
     ``sockets``: already-listening sockets to serve (workers sharing one; then ``host`` and
     ``port`` are not bound). ``on_shutdown`` runs after the server stopped accepting.
+    ``runner`` runs the serving coroutine instead of uvicorn's own ``asyncio.run`` (a proxy
+    runs it on its backend's loop, so that the front and the backend client share one loop).
     The server's own ``auth`` applies (unless ``auth=`` names another); its audience is the
     auth's ``resource=``, else ``public_url``, else the address bound here (a wildcard host
     without either is refused with ValueError).
@@ -408,7 +411,10 @@ def run_http_server(
             if on_shutdown is not None:
                 await on_shutdown()
 
-    _Server(config).run(sockets=sockets)
+    if runner is None:
+        _Server(config).run(sockets=sockets)
+    else:
+        runner(_Server(config).serve(sockets=sockets))
 
 
 def _hold_signals(held: list[int]) -> dict[int, Any]:

@@ -1,6 +1,7 @@
 """The backend of the proxy tests: an mcpkit server that speaks only 2026-07-28 (``legacy=False``).
 
-``mcpkit serve [--http] tests/servers/proxy_backend.py``; ``calls`` counts the tool calls it got.
+``mcpkit serve [--http] tests/servers/proxy_backend.py``; ``calls`` counts the tool calls it got,
+``touch`` publishes a resource update.
 """
 
 from __future__ import annotations
@@ -44,3 +45,10 @@ async def slow(ctx: Context, seconds: float) -> str:
 @server.resource("notes://{name}", mime_type="text/plain")
 def note(name: str) -> str:
     return {"a": "alpha"}[name]
+
+
+@server.tool()
+def touch(uri: str) -> str:
+    """Tell the streams subscribed to ``uri`` that it changed."""
+    server.notify_resource_updated(uri)
+    return "touched"

@@ -1,0 +1,81 @@
+"""The proxy's front runs on its backend client's loop when served (``ProxyServer.run``,
+``mcpkit proxy``): :meth:`LoopThread.run_here` hands the backend loop to the serving thread
+and takes it back afterwards, whatever the serving coroutine raised."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from mcpkit import Server
+from mcpkit.protocol import codec
+from mcpkit.proxy import proxy
+from mcpkit.proxy._bridge import LoopThread
+
+
+def test_run_here_runs_on_the_backend_loop_in_the_calling_thread() -> None:
+    bridge = LoopThread()
+    try:
+        async def where() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+            return asyncio.get_running_loop(), threading.current_thread()
+
+        loop, thread = bridge.run_here(where())
+        assert loop is bridge.loop and thread is threading.current_thread()
+        # Given back: the daemon thread runs it again.
+        loop, thread = bridge.run_sync(where(), 5)
+        assert loop is bridge.loop and thread is not threading.current_thread()
+    finally:
+        bridge.stop()
+
+
+def test_run_here_gives_the_loop_back_after_an_interrupt() -> None:
+    bridge = LoopThread()
+    try:
+        async def interrupted() -> None:
+            await asyncio.sleep(0)
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            bridge.run_here(interrupted())
+
+        async def alive() -> str:
+            return "alive"
+
+        assert bridge.run_sync(alive(), 5) == "alive"
+    finally:
+        bridge.stop()
+
+
+def test_proxy_runner_serves_the_front_on_the_backend_loop() -> None:
+    backend = Server("inner")
+    seen: list[asyncio.AbstractEventLoop] = []
+
+    @backend.tool()
+    def add(a: int, b: int) -> int:
+        seen.append(asyncio.get_running_loop())
+        return a + b
+
+    front = proxy(backend)
+    try:
+        runner = front.runner()
+        assert runner is not None
+
+        async def serve_one() -> dict[str, object]:
+            req = codec.decode(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "add", "arguments": {"a": 2, "b": 3},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}}).encode())
+            assert isinstance(req, codec.Request)
+            seen.append(asyncio.get_running_loop())
+            return dict(json.loads((await front.handle(req)).body))
+
+        out = runner(serve_one())
+        assert out["result"]["structuredContent"] == {"result": 5}  # type: ignore[index]
+        # The front request and the in-process backend's handler ran on one loop: no hop.
+        assert seen[0] is seen[1] is front.backend.bridge.loop  # type: ignore[union-attr]
+    finally:
+        front.close()
+    assert front.runner() is None  # closed
