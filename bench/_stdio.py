@@ -61,13 +61,13 @@ class LineReader:
 
 
 class StdioServer:
-    def __init__(self, side: Side, pin: Pinning):
+    def __init__(self, side: Side, pin: Pinning, kind: str = "echo"):
         self.side = side
         self.stderr = tempfile.TemporaryFile()
         self.t_spawn = time.perf_counter()
         with pin.on_server_core():
             self.proc = subprocess.Popen(
-                side.server_argv("stdio"),
+                side.server_argv("stdio", kind=kind),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self.stderr,
@@ -127,10 +127,11 @@ def check_echo(resp: dict, req_id: int, text: str = ECHO_TEXT) -> str | None:
 
 @contextlib.contextmanager
 def stdio_round(res: Results, workload: str, name: str, ok: dict[str, bool], side: Side,
-                pin: Pinning) -> Iterator[StdioServer]:
-    """A fresh stdio server of ``side`` for one round's measurement: a failure is recorded (with
-    the server's stderr) and ends that side's rounds; the server is always cleaned up."""
-    srv = StdioServer(side, pin)
+                pin: Pinning, kind: str = "echo") -> Iterator[StdioServer]:
+    """A fresh stdio server of ``side`` (its ``kind`` server) for one round's measurement: a
+    failure is recorded (with the server's stderr) and ends that side's rounds; the server is
+    always cleaned up."""
+    srv = StdioServer(side, pin, kind)
     try:
         with attempt(res, workload, name, ok, srv.diag):
             yield srv
