@@ -373,6 +373,16 @@ def test_answers_typed_at_the_terminal_still_arrive():
     assert out == "Hello, Ada!\n"
 
 
+def test_a_titled_enum_is_asked_as_numbered_choices():
+    from mcpkit.cli._ask import titled_choices
+
+    one_of = {"type": "string", "oneOf": [{"const": "a", "title": "Apple"}, {"const": "b"}]}
+    assert titled_choices(one_of) == [("a", "Apple"), ("b", "b")]
+    assert titled_choices({"type": "string", "enum": ["x", "y"], "enumNames": ["Ex", "Why"]}) == [("x", "Ex"), ("y", "Why")]
+    assert titled_choices({"type": "string", "enum": ["x"]}) == []
+    assert titled_choices({"anyOf": [{"type": "string"}, {"type": "null"}]}) == []
+
+
 # ====================================================================== 16. a stdio server started once
 COUNTED = """import os, runpy, sys
 with open(sys.argv[1], "a") as f:

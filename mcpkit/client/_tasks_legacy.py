@@ -108,7 +108,10 @@ class LegacyTaskHandle(TaskHandle):
             if left is not None and left <= 0:
                 raise TimeoutError(f"task {self.task_id}: not finished within {timeout:g} s")
             if self.done or self.status == "input_required":
-                return await self._fetch(left)
+                result = await self._fetch(left)  # the server's questions come while it blocks
+                if on_status is not None and (self.status, self.status_message) != seen:
+                    on_status(self.status, self.status_message)
+                return result
             await asyncio.sleep(self.poll_interval if left is None else min(self.poll_interval, left))
             await self.poll()
 
@@ -125,8 +128,8 @@ class LegacyTaskHandle(TaskHandle):
             self._result = msgspec.convert(raw, t.CallToolResult)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"tasks/result: malformed result: {exc}") from None
-        if not self.done:
-            self.status = "completed"
+        if not self.done:  # its outcome is in: the status the last tasks/get gave is over
+            self.status, self.status_message = "completed", None
         return self._result
 
 
