@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 from _common import SIDES, Pinning, Results, Side, med, ms, norm_line, pct
 from _rounds import interleaved
-from _stdio import stdio_round
+from _stdio import sequential, stdio_round
 
 
 def check_norm(resp: dict, req_id: int, x: float, y: float) -> str | None:
@@ -39,6 +38,11 @@ def wl_pydantic(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int,
     per_round: dict[int, dict[str, float]] = {}
     points = [(float(i % 7), float(i % 5) + 0.5) for i in range(calls)]
     requests = [norm_line(i + 2, x, y) for i, (x, y) in enumerate(points)]
+
+    def check(i: int, resp: dict) -> str | None:
+        if i % 50 == 0 or i == calls - 1:  # every answer's structuredContent would cost the runner
+            return check_norm(resp, i + 2, *points[i])
+        return None if resp.get("id") == i + 2 and "result" in resp else json.dumps(resp)[:300]
     for r, _, name in interleaved(rounds, ok.get):
         with stdio_round(res, "stdio-pydantic", name, ok, sides[name], pin, kind="pydantic") as srv:
             srv.discover()
@@ -47,21 +51,8 @@ def wl_pydantic(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int,
                 err = check_norm(srv.recv(), 10_000_000 + i, 3.0, 4.0)
                 if err:
                     raise RuntimeError(f"warm-up call {i}: {err}")
-            lat = []
-            send, readline, loads, now = srv.send, srv.reader.readline, json.loads, time.perf_counter
-            t_start = now()
-            for i, line in enumerate(requests):
-                t0 = now()
-                send(line)
-                resp = loads(readline(30))
-                lat.append(now() - t0)
-                if i % 50 == 0 or i == calls - 1:  # checking all costs the runner; spot-check
-                    err = check_norm(resp, i + 2, *points[i])
-                    if err:
-                        raise RuntimeError(f"call {i}: {err}")
-                elif resp.get("id") != i + 2 or "result" not in resp:
-                    raise RuntimeError(f"call {i}: {json.dumps(resp)[:300]}")
-            rps = calls / (now() - t_start)
+            elapsed, lat = sequential(srv, requests, check)
+            rps = calls / elapsed
             samples[name]["rps"].append(rps)
             samples[name]["lat"].extend(lat)
             per_round.setdefault(r, {})[name] = rps

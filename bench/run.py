@@ -27,8 +27,8 @@ import time
 from _common import SIDES, Pinning, Results, add_baseline_side, baseline_tree, ensure_official_venv, machine_info, make_sides
 from _http import ensure_wrk, wl_http
 from _imports import wl_import
-from _report import budgets, render, update_readme, write_results
 from _pydantic import wl_pydantic
+from _report import budgets, render, update_readme, write_results
 from _stdio import wl_cold, wl_rss, wl_warm
 
 ALL_WORKLOADS = ("import", "cold", "warm", "pydantic", "http", "rss")

@@ -4,23 +4,11 @@ argv: ``stdio``. Pydantic validates the argument and serialises the result; the 
 mcpkit's (msgspec) path. Library defaults except logging, as ``echo_mcpkit.py``.
 """
 
-import math
 import sys
 
-from pydantic import BaseModel
+from _norm import Point, Result, norm_of
 
 from mcpkit import Server
-
-
-class Point(BaseModel):
-    x: float
-    y: float
-
-
-class Result(BaseModel):
-    length: float
-    point: Point
-
 
 server = Server("norm", "1.0.0")
 
@@ -28,7 +16,7 @@ server = Server("norm", "1.0.0")
 @server.tool()
 async def norm(p: Point) -> Result:
     """The distance of a point from the origin."""
-    return Result(length=math.hypot(p.x, p.y), point=p)
+    return norm_of(p)
 
 
 if __name__ == "__main__":

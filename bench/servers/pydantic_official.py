@@ -4,22 +4,10 @@
 argv: ``stdio``. Library defaults except logging, as ``echo_official.py``.
 """
 
-import math
 import sys
 
+from _norm import Point, Result, norm_of
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel
-
-
-class Point(BaseModel):
-    x: float
-    y: float
-
-
-class Result(BaseModel):
-    length: float
-    point: Point
-
 
 server = MCPServer("norm", version="1.0.0", log_level="WARNING")
 
@@ -27,7 +15,7 @@ server = MCPServer("norm", version="1.0.0", log_level="WARNING")
 @server.tool()
 async def norm(p: Point) -> Result:
     """The distance of a point from the origin."""
-    return Result(length=math.hypot(p.x, p.y), point=p)
+    return norm_of(p)
 
 
 if __name__ == "__main__":
