@@ -15,7 +15,6 @@ refused and the stream closed); every SSE line and event, and every POST answer,
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -92,13 +91,9 @@ class SseTransport(PendingRequests, ClientTransport):
 
     # ------------------------------------------------------------ headers
     async def _configured(self) -> dict[str, str]:
-        h = dict(self.static_headers)
-        if self.header_provider is not None:
-            extra = self.header_provider()
-            if inspect.isawaitable(extra):
-                extra = await extra
-            h.update(extra or {})
-        return h
+        from ._http import with_configured
+
+        return await with_configured({}, self.static_headers, self.header_provider)
 
     async def _own_headers(self, http_method: str) -> dict[str, str]:
         """Headers for the transport's own requests (the GET stream, our answers, notifications)."""
