@@ -254,15 +254,9 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
             run_stdio_server(server, out_fd=out_fd)
             return 0
         from ..transports.http import run_http_server
-        from ._serve import _hostport
+        from ._serve import _hostport, http_options
 
-        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth}
-        if public_url:
-            options["public_url"] = public_url
-        if ns.allowed_host:
-            options["allowed_hosts"] = ns.allowed_host
-        if ns.allowed_origin:
-            options["allowed_origins"] = ns.allowed_origin
+        options = http_options(ns, port, auth, public_url)
         print(line(f"http://{_hostport(ns.host, port)}{ns.path}"), file=sys.stderr, flush=True)
         try:
             run_http_server(server, **options)
