@@ -132,16 +132,11 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
             import os
 
             options["env"] = {**os.environ, **target.env}
-    auth = public_url = None
+    plan = _plan_auth(ns, target.label)
+    if isinstance(plan, int):
+        return plan
+    auth, public_url = plan
     if ns.http:
-        from ._serve_auth import plan_auth
-
-        ns.spec = target.label
-        plan = plan_auth(ns, None)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
         options["auth"] = auth
     try:
         server = proxy(backend, **options)
@@ -152,6 +147,21 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
         return _serve(ns, server, port, auth, public_url, out_fd)
     finally:
         server.close()
+
+
+def _plan_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | int:
+    """(auth, public URL) for ``--http`` from the auth options ((None, None) without
+    ``--http``), or the exit code of a plan that cannot work (said on stderr)."""
+    if not ns.http:
+        return None, None
+    from ._serve_auth import plan_auth
+
+    ns.spec = spec
+    plan = plan_auth(ns, None)
+    if isinstance(plan, str):
+        print(f"{PROG}: {plan}", file=sys.stderr)
+        return 2
+    return plan
 
 
 def _prefix(name: str) -> str:
@@ -177,16 +187,10 @@ def _run_config(ns: argparse.Namespace, port: int, out_fd: int | None) -> int:
     if not entries:
         print(f"{PROG}: {ns.config}: no servers (neither mcpServers nor servers)", file=sys.stderr)
         return 2
-    auth = public_url = None
-    if ns.http:
-        from ._serve_auth import plan_auth
-
-        ns.spec = ns.config
-        plan = plan_auth(ns, None)
-        if isinstance(plan, str):
-            print(f"{PROG}: {plan}", file=sys.stderr)
-            return 2
-        auth, public_url = plan
+    plan = _plan_auth(ns, ns.config)
+    if isinstance(plan, int):
+        return plan
+    auth, public_url = plan
     host = Server("mcpkit-proxy", auth=auth)
     mounts = []
     for name, entry in entries.items():
