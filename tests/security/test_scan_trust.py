@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import mcpkit
+from tests.helpers.cli import mcpkit, read_pty
 from tests.helpers.paths import DEMO, subprocess_env
 
 NOT_STARTED = "not started: project config (pass --trust-project to run it)"
@@ -150,14 +150,10 @@ def _scan_on_a_terminal(cwd: Path, env: dict[str, str], reply: str | None, timeo
         asked = False
         while proc.poll() is None or select.select([master], [], [], 0.1)[0]:
             assert time.monotonic() < deadline, seen.decode(errors="replace")
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
+            chunk = read_pty(master)
+            if chunk is None:
+                break
+            seen += chunk
             if reply is not None and not asked and b"[y/N]" in seen:
                 os.write(master, reply.encode() + b"\n")
                 asked = True
