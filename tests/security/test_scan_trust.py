@@ -81,7 +81,7 @@ def test_the_users_own_configs_run_as_before(tmp_path):
         {"mcpServers": {"mine": {"command": sys.executable, "args": [str(DEMO)]}}}))
     proc = mcpkit("scan", "--json", cwd=project, env=_env(home))
     rows = {r["name"]: r for r in json.loads(proc.stdout)["servers"]}
-    assert rows["mine"]["era"] == "dual" and rows["mine"]["skipped"] is None
+    assert rows["mine"]["era"] == "modern" and rows["mine"]["skipped"] is None
     assert rows["evil"]["skipped"] == NOT_STARTED
     assert not marker.exists()
     # Scanning from home: home's .cursor/mcp.json is the user's config, not a project's.
