@@ -71,6 +71,13 @@ def discover_line(req_id: int = 1) -> bytes:
     return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
 
 
+def norm_line(req_id: int, x: float, y: float) -> bytes:
+    """A ``tools/call`` of the Pydantic workload's ``norm(p: Point) -> Result``."""
+    msg = {"jsonrpc": "2.0", "id": req_id, "method": "tools/call",
+           "params": {"name": "norm", "arguments": {"p": {"x": x, "y": y}}, "_meta": META}}
+    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+
+
 def echo_line(req_id: int, text: str = ECHO_TEXT) -> bytes:
     msg = {
         "jsonrpc": "2.0",
@@ -97,8 +104,15 @@ class Side:
         self.build_code = build_code
         self.script = script or str(SERVERS / f"echo_{name}.py")
 
-    def server_argv(self, *args: str) -> list[str]:
-        return [self.python, self.script, *args]
+    def server_argv(self, *args: str, kind: str = "echo") -> list[str]:
+        """The command line of this side's ``kind`` server (``echo``, or ``pydantic``: the script
+        ``servers/pydantic_<side>.py`` beside the echo one)."""
+        script = self.script if kind == "echo" else self.server_script(kind)
+        return [self.python, script, *args]
+
+    def server_script(self, kind: str) -> str:
+        here = Path(self.script).parent
+        return str(here / Path(self.script).name.replace("echo_", f"{kind}_", 1))
 
 
 def make_sides(official_python: str, baseline: Path | None = None) -> dict[str, Side]:

@@ -27,6 +27,8 @@ def ratio_cells(row) -> tuple[str, str]:
     a, b = row["mcpkit"], row["official"]
     if a is None or b is None or row["unit"] == "count":
         return "", ""
+    if row.get("round_ratio"):  # the median of per-round ratios, rather than the ratio of medians
+        a, b = row["round_ratio"], 1.0
     r = f"{a / b:.3g}" if b else "∞"
     if row["better"] == "higher":
         adv = a / b if b else None

@@ -10,7 +10,7 @@ import select
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from _common import (
     ECHO_TEXT,
@@ -61,13 +61,13 @@ class LineReader:
 
 
 class StdioServer:
-    def __init__(self, side: Side, pin: Pinning):
+    def __init__(self, side: Side, pin: Pinning, kind: str = "echo"):
         self.side = side
         self.stderr = tempfile.TemporaryFile()
         self.t_spawn = time.perf_counter()
         with pin.on_server_core():
             self.proc = subprocess.Popen(
-                side.server_argv("stdio"),
+                side.server_argv("stdio", kind=kind),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self.stderr,
@@ -127,15 +127,34 @@ def check_echo(resp: dict, req_id: int, text: str = ECHO_TEXT) -> str | None:
 
 @contextlib.contextmanager
 def stdio_round(res: Results, workload: str, name: str, ok: dict[str, bool], side: Side,
-                pin: Pinning) -> Iterator[StdioServer]:
-    """A fresh stdio server of ``side`` for one round's measurement: a failure is recorded (with
-    the server's stderr) and ends that side's rounds; the server is always cleaned up."""
-    srv = StdioServer(side, pin)
+                pin: Pinning, kind: str = "echo") -> Iterator[StdioServer]:
+    """A fresh stdio server of ``side`` (its ``kind`` server) for one round's measurement: a
+    failure is recorded (with the server's stderr) and ends that side's rounds; the server is
+    always cleaned up."""
+    srv = StdioServer(side, pin, kind)
     try:
         with attempt(res, workload, name, ok, srv.diag):
             yield srv
     finally:
         srv.cleanup()
+
+
+def sequential(srv: StdioServer, requests: list[bytes],
+               check: Callable[[int, dict], str | None]) -> tuple[float, list[float]]:
+    """Send ``requests`` one after the other, each once the last is answered: (seconds in all,
+    each call's latency). ``check(i, response)`` says what is wrong with an answer (None: right)."""
+    lat = []
+    send, readline, loads, now = srv.send, srv.reader.readline, json.loads, time.perf_counter
+    t_start = now()
+    for i, line in enumerate(requests):
+        t0 = now()
+        send(line)
+        resp = loads(readline(30))
+        lat.append(now() - t0)
+        err = check(i, resp)
+        if err:
+            raise RuntimeError(f"call {i}: {err}")
+    return now() - t_start, lat
 
 
 # --------------------------------------------------------------------------- workload 2: stdio cold
@@ -193,18 +212,7 @@ def wl_warm(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, cal
                 err = check_echo(srv.recv(), 10_000_000 + i)
                 if err:
                     raise RuntimeError(f"warm-up call {i}: {err}")
-            lat = []
-            send, readline, loads, now = srv.send, srv.reader.readline, json.loads, time.perf_counter
-            t_start = now()
-            for i, line in enumerate(requests):
-                t0 = now()
-                send(line)
-                resp = loads(readline(30))
-                lat.append(now() - t0)
-                err = check_echo(resp, i + 2)
-                if err:
-                    raise RuntimeError(f"call {i}: {err}")
-            elapsed = now() - t_start
+            elapsed, lat = sequential(srv, requests, lambda i, resp: check_echo(resp, i + 2))
             samples[name]["rps"].append(calls / elapsed)
             samples[name]["lat"].extend(lat)
             srv.close_stdin_and_wait(10)

@@ -13,7 +13,8 @@ mcpkit/official round by round. Only 127.0.0.1 is used and every load phase
 has a fixed duration or request count.
 
 Stdlib only. Linux only (/proc, sched_setaffinity, pidfd). This file is the entry point;
-the workloads live beside it: _imports.py (import), _stdio.py (cold, warm, RSS), _http.py
+the workloads live beside it: _imports.py (import), _stdio.py (cold, warm, RSS), _pydantic.py
+(the Pydantic tool), _http.py
 (HTTP), with _rounds.py (the interleaved round runner), _report.py and _common.py.
 """
 
@@ -26,10 +27,11 @@ import time
 from _common import SIDES, Pinning, Results, add_baseline_side, baseline_tree, ensure_official_venv, machine_info, make_sides
 from _http import ensure_wrk, wl_http
 from _imports import wl_import
+from _pydantic import wl_pydantic
 from _report import budgets, render, update_readme, write_results
 from _stdio import wl_cold, wl_rss, wl_warm
 
-ALL_WORKLOADS = ("import", "cold", "warm", "http", "rss")
+ALL_WORKLOADS = ("import", "cold", "warm", "pydantic", "http", "rss")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cold-rounds", type=int, default=20)
     ap.add_argument("--warm-rounds", type=int, default=3)
     ap.add_argument("--warm-calls", type=int, default=2000)
+    ap.add_argument("--pydantic-rounds", type=int, default=5, help="rounds of the Pydantic workload (default 5)")
+    ap.add_argument("--pydantic-calls", type=int, default=2000, help="sequential norm calls per round (default 2000)")
     ap.add_argument("--rss-requests", type=int, default=10_000)
     ap.add_argument("--no-pin", action="store_true", help="do not pin client and server to different cores")
     ap.add_argument("--no-install", action="store_true", help="fail instead of creating bench/.venv-official")
@@ -74,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.import_rounds, args.cold_rounds, args.warm_rounds = 1, 1, 1
         args.warm_calls, args.rss_requests = 200, 500
+        args.pydantic_rounds, args.pydantic_calls = 1, 200
         args.duration, args.http_rounds, warmup = 1.0, 1, 0.0
         conc = [16, 64]
     out_name = args.out or ("smoke" if args.smoke else "latest")
@@ -99,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         wl_cold(res, sides, pin, args.cold_rounds)
     if "warm" in workloads:
         wl_warm(res, sides, pin, args.warm_rounds, args.warm_calls)
+    if "pydantic" in workloads:
+        wl_pydantic(res, sides, pin, args.pydantic_rounds, args.pydantic_calls)
     if "http" in workloads:
         wl_http(res, sides, pin, args.http_rounds, args.duration, conc, modes, warmup)
     if "rss" in workloads:
@@ -108,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "import_rounds": args.import_rounds,
         "cold_rounds": args.cold_rounds,
         "warm": f"{args.warm_rounds}x{args.warm_calls}",
+        "pydantic": f"{args.pydantic_rounds}x{args.pydantic_calls}",
         "http": f"{args.http_rounds}x{args.duration:g}s c={','.join(map(str, conc))}",
         "rss_requests": args.rss_requests,
         "pinned": pin.enabled,

@@ -1,11 +1,13 @@
 """Pydantic models as tool parameters and return types (needs ``pip install 'mcpkit[pydantic]'``).
 
 A ``BaseModel`` parameter's JSON Schema is the tool's ``inputSchema`` entry for it, a ``BaseModel``
-return type its ``outputSchema``, and Pydantic's validation errors come back naming the field::
+return type its ``outputSchema``, and a bad field is named, by ``mcpkit call`` (which checks the
+arguments against the schema first) or in Pydantic's words by the server (``factor=-1``)::
 
     mcpkit list tools examples/pydantic_models.py
     mcpkit call norm --args '{"p": {"x": 3, "y": 4}}' examples/pydantic_models.py
     mcpkit call norm --args '{"p": {"x": "three", "y": 4}}' examples/pydantic_models.py
+    mcpkit call scale --args '{"points": [{"x": 1, "y": 2}], "factor": -1}' examples/pydantic_models.py
 """
 
 from __future__ import annotations

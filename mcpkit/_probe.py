@@ -61,9 +61,15 @@ SECTIONS = (
 )
 
 
-async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[str, Any]:
+async def probe(client: Client, target: Target, *, lists: bool = True,
+                both_eras: bool | None = None) -> dict[str, Any]:
     """Everything about a started client's server: era, DiscoverResult, and its lists.
-    ``report["discoveredAt"]`` is the ``time.monotonic()`` when the card was in hand."""
+    ``report["discoveredAt"]`` is the ``time.monotonic()`` when the card was in hand.
+
+    ``both_eras``: whether a modern server is also asked for the 2025-11-25 handshake (a second,
+    legacy-only connection; era ``dual`` when it answers). None (the default): over HTTP only,
+    since over stdio that second connection starts the server a second time.
+    """
     import time
 
     import msgspec
@@ -86,7 +92,9 @@ async def probe(client: Client, target: Target, *, lists: bool = True) -> dict[s
                     report[key] = [msgspec.to_builtins(x) for x in await getattr(client, method)()]
                 except MCPError as exc:  # a list the server fails to give is shown, not fatal
                     report.setdefault("errors", {})[key] = f"error {exc.code}: {exc.message}"
-    if client.era == "modern" and await answers_initialize(target):
+    if both_eras is None:
+        both_eras = target.url is not None
+    if client.era == "modern" and both_eras and await answers_initialize(target):
         report["era"] = "dual"
     report["discoveredAt"] = discovered_at
     return report

@@ -79,3 +79,16 @@ def fresh_demo(spawn: Any) -> StdioPeer:
 def fresh_testserver(spawn: Any) -> StdioPeer:
     """A new ``tests/servers/testserver.py`` process of this test's own."""
     return spawn(TEST_SERVER)
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[Any]:
+    """A real ``redis-server`` for the module's tests (tests.helpers.redis.RedisServer)."""
+    from tests.helpers.redis import RedisServer
+
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()

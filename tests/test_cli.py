@@ -68,7 +68,7 @@ def test_card_for_the_demo():
     lines = out.splitlines()
     assert "mcpkit-demo" in lines[0] and "1.0.0" in lines[0] and "mcpkit demo" in lines[0]
     assert VERSION in out
-    assert "Era:           dual" in out
+    assert "Era:           modern (2026-07-28, stateless)" in out  # stdio: started once, no dual check
     for cap in ("tools", "resources", "prompts", "completions"):
         assert cap in out
     assert "Unit conversions and a tiny notes store." in out
@@ -142,11 +142,11 @@ def test_discover_a_plain_script_file_runs_it_with_this_python():
 
 # ====================================================================== discover --json
 def test_json_has_the_discover_result_the_era_and_the_lists(demo):
-    proc = discover(DEMO, opts=("--json",))
+    proc = discover(DEMO, opts=("--json", "--both-eras"))
     assert proc.returncode == 0, proc.stderr
     printed = json.loads(proc.stdout)  # the whole of stdout is one JSON object
     assert set(printed) == {"era", "discover", "tools", "resources", "resourceTemplates", "prompts"}
-    assert printed["era"] == "dual"
+    assert printed["era"] == "dual"  # --both-eras: a second, legacy-only start answered initialize
     msgspec.convert(printed["discover"], t.DiscoverResult)
     direct = demo.ask(request("cli", "server/discover"))["result"]
     assert printed["discover"] == direct

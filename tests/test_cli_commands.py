@@ -226,7 +226,7 @@ def test_scan_json_reports_eras_counts_and_errors(tmp_path):
         proc = mcpkit("scan", "--json", config)
     assert proc.returncode == 1  # one server failed
     rows = {r["name"]: r for r in json.loads(proc.stdout)["servers"]}
-    assert [rows[n]["era"] for n in ("demo", "everything", "missing", "demo-http")] == ["dual", "legacy", None, "dual"]
+    assert [rows[n]["era"] for n in ("demo", "everything", "missing", "demo-http")] == ["modern", "legacy", None, "dual"]
     assert rows["demo"]["tools"] == 4 and rows["demo-http"]["tools"] == 4
     assert rows["everything"]["tools"] > 5
     assert rows["missing"]["error"] and "no-such-mcp-server-command-for-tests" in rows["missing"]["error"]
@@ -245,7 +245,7 @@ def test_scan_table(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAME", "TRANSPORT", "ERA", "VERSIONS", "SERVER", "TOOLS", "LATENCY", "AUTH"]
     demo_row = next(ln for ln in lines if ln.startswith("demo "))
-    assert "dual" in demo_row and "mcpkit-demo 1.0.0" in demo_row
+    assert "modern" in demo_row and "mcpkit-demo 1.0.0" in demo_row  # over stdio: started once, no dual check
     assert any(ln.startswith("broken: ") and "closed" in ln for ln in lines)
     assert "crashing on purpose" in proc.stdout
 
@@ -256,7 +256,7 @@ def test_scan_all_ok_exits_zero_and_reads_vscode_shape(tmp_path):
                     + json.dumps(sys.executable) + ', "args": [' + json.dumps(str(DEMO)) + ']},},\n}\n')
     proc = mcpkit("scan", "--json", path)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["servers"][0]["era"] == "dual"
+    assert json.loads(proc.stdout)["servers"][0]["era"] == "modern"
 
 
 def test_scan_reports_auth(tmp_path):

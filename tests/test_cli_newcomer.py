@@ -371,3 +371,80 @@ def test_answers_typed_at_the_terminal_still_arrive():
     code, out, term, _ = on_a_terminal(["call", "ask_name", str(TASKS_SERVER)], wait_for="name", then="Ada\n\n")
     assert code == 0, term
     assert out == "Hello, Ada!\n"
+
+
+def test_a_titled_enum_is_asked_as_numbered_choices():
+    from mcpkit.cli._ask import titled_choices
+
+    one_of = {"type": "string", "oneOf": [{"const": "a", "title": "Apple"}, {"const": "b"}]}
+    assert titled_choices(one_of) == [("a", "Apple"), ("b", "b")]
+    assert titled_choices({"type": "string", "enum": ["x", "y"], "enumNames": ["Ex", "Why"]}) == [("x", "Ex"), ("y", "Why")]
+    assert titled_choices({"type": "string", "enum": ["x"]}) == []
+    assert titled_choices({"anyOf": [{"type": "string"}, {"type": "null"}]}) == []
+
+
+# ====================================================================== 16. a stdio server started once
+COUNTED = """import os, runpy, sys
+with open(sys.argv[1], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+if sys.argv[2] == "modern":
+    from mcpkit import Server
+    server = Server("counted", "1.0.0")
+
+    @server.tool()
+    def echo(message: str) -> str:
+        return f"Echo: {message}"
+
+    server.run()
+else:
+    sys.argv = [sys.argv[0], "legacy-32601", os.devnull]
+    runpy.run_path(ERA_STDIO, run_name="__main__")
+"""
+
+
+def _counted(tmp_path: Path, era: str) -> tuple[list[str], Path]:
+    from tests.helpers.paths import ERA_STDIO
+
+    server = tmp_path / "counted.py"
+    server.write_text(f"ERA_STDIO = {str(ERA_STDIO)!r}\n" + COUNTED)
+    starts = tmp_path / f"starts-{era}"
+    return [sys.executable, str(server), str(starts), era], starts
+
+
+def _starts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize("command", [["discover"], ["discover", "--json"], ["list", "tools"],
+                                     ["call", "echo", "message=hi"]])
+def test_a_stdio_server_is_started_once(tmp_path, era, command):
+    argv, starts = _counted(tmp_path, era)
+    proc = mcpkit(*command, "--", *argv)
+    assert proc.returncode == 0, proc.stderr
+    assert _starts(starts) == 1, proc.stdout
+    if command[0] == "discover":
+        assert ("legacy" if era == "legacy" else "modern") in proc.stdout
+
+
+def test_both_eras_starts_a_modern_stdio_server_again_to_find_it_dual(tmp_path):
+    argv, starts = _counted(tmp_path, "modern")
+    proc = mcpkit("discover", "--both-eras", "--", *argv)
+    assert proc.returncode == 0, proc.stderr
+    assert "Era:           dual" in proc.stdout and _starts(starts) == 2
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_inspect_starts_a_stdio_server_once(tmp_path, era):
+    argv, starts = _counted(tmp_path, era)
+    proc = subprocess.Popen([sys.executable, "-m", "mcpkit", "inspect", "--no-browser", "--port", "0", "--", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            cwd=ROOT, env=subprocess_env())
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"({era}) at" in line, line
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=15)
+    assert _starts(starts) == 1

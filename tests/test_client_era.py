@@ -932,7 +932,7 @@ def test_one_api_whichever_era(tmp_path: Path, http_fake, kind: str) -> None:
 
 # ====================================================================== the discover card
 def _discover_card(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcpkit", "discover", "--", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mcpkit", "discover", "--both-eras", "--", *argv], capture_output=True,
                           text=True, timeout=60, env=subprocess_env(), cwd=str(ROOT))
 
 

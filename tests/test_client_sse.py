@@ -31,7 +31,7 @@ from tests.helpers.aio import run, until
 from tests.helpers.cli import mcpkit
 from tests.helpers.peers import install_peers
 from tests.helpers.servers import running_server
-from tests.test_legacy_everything import peer as everything_peer
+from tests.test_legacy_everything import everything_served
 
 
 def text_of(result: Any) -> str:
@@ -42,9 +42,7 @@ def text_of(result: Any) -> str:
 @contextlib.contextmanager
 def everything_sse() -> Iterator[str]:
     """server-everything's HTTP+SSE transport on a free port: yields its ``/sse`` URL."""
-    node, entry = everything_peer()
-    with running_server(lambda port: [node, str(entry), "sse"], env=lambda port: {**os.environ, "PORT": str(port)},
-                        cwd=entry.parent, timeout=30, path="/") as base:
+    with everything_served("sse", path="/") as base:
         yield base.rstrip("/") + "/sse"
 
 

@@ -122,3 +122,75 @@ def test_the_wire_shapes() -> None:
     assert is_created({"task": {"taskId": "a"}}) and not is_created({"content": [], "task": {}})
     with pytest.raises(ProtocolError, match="without a taskId"):
         LegacyTaskHandle(None, {"task": {"status": "working"}})  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- input_required (elicitation in a task)
+def _ambiguous(target: Any, answer: dict[str, Any], **options: Any) -> tuple[list[Any], list[tuple[str, Any]], str, str]:
+    """``simulate-research-query`` with ``ambiguous``: at its third stage the task goes
+    ``input_required`` and the server's ``elicitation/create`` (related to the task) is delivered
+    while the client waits on ``tasks/result``, answered by the client's elicitation handler."""
+    async def main() -> tuple[list[Any], list[tuple[str, Any]], str, str]:
+        asked: list[Any] = []
+        statuses: list[tuple[str, Any]] = []
+
+        async def elicit(params: Any) -> dict[str, Any]:
+            asked.append((params, statuses[-1][0] if statuses else None))
+            return answer
+
+        async with Client(target, era_cache=EraCache(), elicitation=elicit, **options) as client:
+            handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True}, task=True)
+            result = await handle.result(on_status=lambda status, message: statuses.append((status, message)))
+            return asked, statuses, text_of(result), handle.status
+
+    return run(main(), 60)
+
+
+@pytest.mark.parametrize("over", ["stdio", "http"])
+def test_a_task_that_needs_input_is_answered_through_tasks_result(over: str) -> None:
+    accept = {"action": "accept", "content": {"interpretation": "historical"}}
+    if over == "stdio":
+        asked, statuses, text, status = _ambiguous(stdio_argv(), accept, stderr=subprocess.DEVNULL)
+    else:
+        with everything_http() as url:
+            asked, statuses, text, status = _ambiguous(url, accept)
+    assert len(asked) == 1
+    params, status_when_asked = asked[0]
+    assert status_when_asked == "input_required"  # asked once the task said so
+    assert "tides" in params.message
+    assert [o["const"] for o in params.requestedSchema["properties"]["interpretation"]["oneOf"]] == \
+        ["technical", "historical", "current"]
+    seen = [s for s, _ in statuses]
+    assert seen[0] == "working" and "input_required" in seen and seen[-1] == "completed"
+    assert statuses[-1] == ("completed", None)
+    assert "# Research Report: tides (historical)" in text and "**Clarification**: historical" in text
+    assert status == "completed"
+
+
+def test_a_declined_question_lets_the_task_go_on_with_its_default() -> None:
+    asked, statuses, text, status = _ambiguous(stdio_argv(), {"action": "decline"}, stderr=subprocess.DEVNULL)
+    assert len(asked) == 1 and status == "completed"
+    assert "User declined - using default interpretation" in text
+
+
+def test_without_an_elicitation_handler_the_task_never_asks() -> None:
+    # The client declares no elicitation capability: server-everything does not ask at all.
+    async def main() -> str:
+        async with Client(stdio_argv(), era_cache=EraCache(), stderr=subprocess.DEVNULL) as client:
+            handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True}, task=True)
+            return text_of(await handle.result())
+
+    text = run(main(), 60)
+    assert "# Research Report: tides\n" in text and "Clarification" not in text
+
+
+def test_cli_call_task_asks_the_tasks_question_on_a_terminal() -> None:
+    # `mcpkit call --task` on a terminal: the task's question (a titled single-select enum) is
+    # asked with its choices while the task is input_required; the answer reaches the task.
+    from tests.test_cli_newcomer import on_a_terminal
+
+    code, out, term, _ = on_a_terminal(["call", "simulate-research-query", "topic=tides", "ambiguous=true", "--task",
+                                        "--", *stdio_argv()], wait_for="choose (1-3", then="2\n\n", timeout=60)
+    assert code == 0, term
+    assert "task input_required: Found multiple interpretations" in term
+    assert "2. historical - Historical perspective" in term
+    assert "# Research Report: tides (historical)" in out

@@ -118,7 +118,7 @@ def test_card_has_name_era_and_caching_hints(demo: Running) -> None:
     card = demo.api("GET", "/api/card").json()
     assert card["connected"] is True
     assert card["serverInfo"]["name"] == "mcpkit-demo"
-    assert card["era"] == "dual"  # the demo speaks 2026-07-28 and 2025-11-25
+    assert card["era"] == "modern"  # over stdio the server is started once: no second, legacy-only start
     assert card["transport"] == "stdio"
     assert card["discover"]["ttlMs"] == 60_000 and card["discover"]["cacheScope"] == "public"
 

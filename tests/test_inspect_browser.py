@@ -74,7 +74,7 @@ def shot(page: Any, name: str) -> Path:
 def test_the_page_shows_the_server_and_every_tool(demo: Running, page: Any) -> None:
     page.goto(demo.url)
     sync_api.expect(page.locator("#server-name")).to_have_text("mcpkit-demo")
-    sync_api.expect(page.locator("#server-era")).to_have_text("dual")
+    sync_api.expect(page.locator("#server-era")).to_have_text("modern")
     for name in TOOLS:
         sync_api.expect(page.locator(f"#tools-list li[data-name='{name}']")).to_be_visible()
     sync_api.expect(page.locator("#card")).to_contain_text("60000")

@@ -120,11 +120,19 @@ def text_of(result: Any) -> str:
 
 
 @contextlib.contextmanager
+def everything_served(transport: str, **options: Any) -> Iterator[str]:
+    """server-everything's ``transport`` (``streamableHttp``, ``sse``) on a free port: yields
+    its URL once it answers (options as for ``running_server``: ``path``...)."""
+    node, entry = peer()
+    with running_server(lambda port: [node, str(entry), transport], env=lambda port: {**os.environ, "PORT": str(port)},
+                        cwd=entry.parent, timeout=30, **options) as url:
+        yield url
+
+
+@contextlib.contextmanager
 def everything_http() -> Iterator[str]:
     """server-everything's Streamable HTTP transport on a free port: yields its /mcp URL."""
-    node, entry = peer()
-    with running_server(lambda port: [node, str(entry), "streamableHttp"], env=lambda port: {**os.environ, "PORT": str(port)},
-                        cwd=entry.parent, timeout=30) as url:
+    with everything_served("streamableHttp") as url:
         yield url
 
 

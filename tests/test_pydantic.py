@@ -9,6 +9,7 @@ import enum
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
@@ -263,7 +264,44 @@ def test_cli_lists_calls_and_reports_a_bad_field() -> None:
     called = mcpkit("call", "norm", "--args", '{"p": {"x": 3, "y": 4}}', EXAMPLE)
     assert called.returncode == 0, called.stderr
     assert json.loads(called.stdout) == {"length": 5.0, "point": {"x": 3.0, "y": 4.0}}
+    # A field of the wrong type is refused against the inputSchema before anything is sent, in
+    # the words of a top-level argument of the wrong type (the msgspec path's `add a=x`).
     bad = mcpkit("call", "norm", "--args", '{"p": {"x": "three", "y": 4}}', EXAMPLE)
-    assert bad.returncode == 1 and bad.stdout == ""
-    lines = bad.stderr.strip().splitlines()
-    assert len(lines) == 1 and "`$.p.x`" in lines[0] and lines[0].startswith("mcpkit call: norm failed: Invalid arguments")
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "mcpkit call: norm: argument 'p.x' expects a number, "
+                                                       "got '\"three\"'\n")
+    missing = mcpkit("call", "scale", "--args", '{"points": [{"x": 1, "y": 2}, {"x": 1}]}', EXAMPLE)
+    assert (missing.returncode, missing.stderr) == (2, "mcpkit call: scale: missing argument points[1].y (number)\n")
+
+
+CONSTRAINED = """from typing import Annotated
+import msgspec
+from pydantic import Field
+from mcpkit import Server
+server = Server("constrained", "1.0.0")
+
+@server.tool()
+def fast(n: Annotated[int, msgspec.Meta(le=10)]) -> int:
+    return n
+
+@server.tool()
+def checked(n: Annotated[int, Field(le=10)]) -> int:
+    return n
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_cli_a_field_only_the_server_can_check_is_one_line_on_either_path(tmp_path: Path) -> None:
+    # The server refuses it as a tool execution error (isError: the spec lists input validation
+    # errors there), and `mcpkit call` prints it as one line naming the field, alike on both paths.
+    server = tmp_path / "constrained.py"
+    server.write_text(CONSTRAINED)
+    fast = mcpkit("call", "fast", "n=11", server)
+    checked = mcpkit("call", "checked", "n=11", server)
+    assert (fast.returncode, fast.stdout) == (1, "") and (checked.returncode, checked.stdout) == (1, "")
+    assert fast.stderr == "mcpkit call: fast failed: Invalid arguments for tool fast: Expected `int` <= 10 - at `$.n`\n"
+    assert checked.stderr == ("mcpkit call: checked failed: Invalid arguments for tool checked: Input should be less "
+                              "than or equal to 10 - at `$.n`\n")
+    as_json = mcpkit("call", "--json", "checked", "n=11", server)
+    assert json.loads(as_json.stdout)["isError"] is True

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -139,13 +138,6 @@ def test_the_error_says_when_to_retry() -> None:
     assert exc.code == RATE_LIMITED and exc.data == {"retryAfter": 1, "limit": "5/s"}
     assert exc.retry_after == 0.2 and "retry after 1 s" in exc.message
 
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
 
 
 def test_two_workers_sharing_redis_give_each_principal_exactly_its_budget(redis: RedisServer) -> None:

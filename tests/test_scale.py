@@ -32,13 +32,6 @@ from tests.test_layers import _files, _imports
 NOTE = "notes://groceries"
 
 
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
-
 
 @pytest.fixture(scope="module")
 def demo_workers(redis: RedisServer) -> Iterator[str]:

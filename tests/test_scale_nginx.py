@@ -56,13 +56,6 @@ class Balanced:
             w.stop()
 
 
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
-
 
 @pytest.fixture(scope="module")
 def balanced(redis: RedisServer) -> Iterator[Balanced]:

@@ -54,13 +54,6 @@ class Worker:
         self.proc.stop()
 
 
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
-
 
 @pytest.fixture(scope="module")
 def pair(redis: RedisServer) -> Iterator[tuple[Worker, Worker]]:

@@ -99,25 +99,21 @@ def _kwargs(parts: SentinelUrl, options: dict[str, Any]) -> tuple[dict[str, Any]
 
 def async_client(url: str, **options: Any) -> Any:
     """A ``redis.asyncio.Redis`` for ``url`` (following the primary for a Sentinel URL)."""
-    if not is_sentinel(url):
-        import redis.asyncio as aioredis
-
-        return aioredis.Redis.from_url(url, **options)
-    parts = parse_sentinel(url)
-    node, sentinel = _kwargs(parts, options)
-    found: Any = _module("redis.asyncio.sentinel").Sentinel(parts.sentinels, sentinel_kwargs=sentinel, **node)
-    return found.master_for(parts.service)
+    return _client("redis.asyncio", url, options)
 
 
 def sync_client(url: str, **options: Any) -> Any:
     """A blocking ``redis.Redis`` for ``url`` (following the primary for a Sentinel URL)."""
-    if not is_sentinel(url):
-        import redis
+    return _client("redis", url, options)
 
-        return redis.Redis.from_url(url, **options)
+
+def _client(package: str, url: str, options: dict[str, Any]) -> Any:
+    """``package``'s (``redis`` or ``redis.asyncio``) client for ``url``."""
+    if not is_sentinel(url):
+        return _module(package).Redis.from_url(url, **options)
     parts = parse_sentinel(url)
     node, sentinel = _kwargs(parts, options)
-    found: Any = _module("redis.sentinel").Sentinel(parts.sentinels, sentinel_kwargs=sentinel, **node)
+    found: Any = _module(f"{package}.sentinel").Sentinel(parts.sentinels, sentinel_kwargs=sentinel, **node)
     return found.master_for(parts.service)
 
 

@@ -110,12 +110,53 @@ def check(name: str, schema: Any, values: dict[str, Any], raw: dict[str, str]) -
             raise CliError(f"{name}: argument {key!r} must be one of {choices}, got {raw.get(key, value)!r}", 2)
         if isinstance(value, float) and value.is_integer() and "integer" in allowed and "number" not in allowed:
             value = int(value)
-        out[key] = value
-    missing = [k for k in schema.get("required") or [] if k not in out]
-    if missing:
-        parts = [f"{k} ({' or '.join(types_of(props.get(k))) or 'any'})" for k in missing]
-        raise CliError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(parts)}", 2)
+        out[key] = _nested(name, key, prop, value, schema)
+    _missing(name, "", schema, out, schema)
     return out
+
+
+def _missing(name: str, path: str, schema: dict[str, Any], given: dict[str, Any], root: Any) -> None:
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    missing = [k for k in schema.get("required") or [] if k not in given]
+    if missing:
+        parts = [f"{path}{k} ({type_text(props.get(k), root)})" for k in missing]
+        raise CliError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(parts)}", 2)
+
+
+def _nested(name: str, path: str, prop: Any, value: Any, root: Any, depth: int = 0) -> Any:
+    """``value`` checked inside: an object's fields and an array's items against their schemas
+    (a wrong one is named by its path, ``p.x`` or ``points[1].y``, as a top-level one is)."""
+    if depth > 8 or not isinstance(prop, dict):
+        return value
+    if isinstance(value, dict) and isinstance(prop.get("properties"), dict):
+        fields = prop["properties"]
+        for key, item in value.items():
+            sub = resolve(fields.get(key), root)
+            where = f"{path}.{key}"
+            if sub is None:
+                if prop.get("additionalProperties") is False:
+                    raise CliError(f"{name}: unknown argument {where!r} (its fields: {', '.join(fields) or 'none'})", 2)
+                continue
+            _fit(name, where, sub, item)
+            _nested(name, where, sub, item, root, depth + 1)
+        _missing(name, f"{path}.", prop, value, root)
+    elif isinstance(value, list) and isinstance(prop.get("items"), dict):
+        sub = resolve(prop["items"], root)
+        for i, item in enumerate(value):
+            _fit(name, f"{path}[{i}]", sub, item)
+            _nested(name, f"{path}[{i}]", sub, item, root, depth + 1)
+    return value
+
+
+def _fit(name: str, where: str, prop: Any, value: Any) -> None:
+    allowed = types_of(prop)
+    if allowed and not any(_fits(value, t) for t in allowed):
+        want = " or ".join(_TYPE_NAMES.get(t, t) for t in allowed)
+        raise CliError(f"{name}: argument {where!r} expects {want}, got {json.dumps(value)!r}", 2)
+    if isinstance(prop, dict) and "enum" in prop and value not in prop["enum"]:
+        choices = ", ".join(json.dumps(v) for v in prop["enum"])
+        raise CliError(f"{name}: argument {where!r} must be one of {choices}, got {json.dumps(value)!r}", 2)
 
 
 def resolve(prop: Any, root: Any) -> Any:

@@ -116,13 +116,36 @@ async def _ask(params: t.ElicitRequestParams) -> dict[str, Any]:
 _SKIP: Any = object()
 
 
+def titled_choices(prop: dict[str, Any]) -> list[tuple[Any, str]]:
+    """A titled single-select enum's (value, title) pairs: ``oneOf``/``anyOf`` of ``{const,
+    title}``, or ``enum`` with ``enumNames`` (the older form); [] for any other field."""
+    branches = prop.get("oneOf") or prop.get("anyOf")
+    if isinstance(branches, list) and branches and all(isinstance(b, dict) and "const" in b for b in branches):
+        return [(b["const"], str(b.get("title") or b["const"])) for b in branches]
+    names = prop.get("enumNames")
+    if isinstance(prop.get("enum"), list) and isinstance(names, list) and len(names) == len(prop["enum"]):
+        return [(v, str(n)) for v, n in zip(prop["enum"], names, strict=True)]
+    return []
+
+
 async def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
     types = types_of(prop)
-    hint = "|".join(json.dumps(v) for v in prop["enum"]) if "enum" in prop else " or ".join(types) or "text"
+    choices = titled_choices(prop)
+    values = [v for v, _ in choices] or prop.get("enum")
+    if choices:
+        hint = f"1-{len(choices)} or the value"
+    else:
+        hint = "|".join(json.dumps(v) for v in prop["enum"]) if "enum" in prop else " or ".join(types) or "text"
     extra = f", default {json.dumps(prop['default'])}" if "default" in prop else ("" if required else ", optional")
     title = prop.get("title") or prop.get("description") or ""
     while True:  # the name, title, choices and default are the server's words
-        text = await _line(clean(f"  {name}{' - ' + str(title) if title else ''} ({hint}{extra}): "))
+        if choices:
+            sys.stderr.write(clean(f"  {name}{' - ' + str(title) if title else ''}:\n"))
+            for i, (value, label) in enumerate(choices, 1):
+                sys.stderr.write(clean(f"    {i}. {value}{' - ' + label if label != str(value) else ''}\n"))
+            text = await _line(clean(f"  choose ({hint}{extra}): "))
+        else:
+            text = await _line(clean(f"  {name}{' - ' + str(title) if title else ''} ({hint}{extra}): "))
         if not text:
             if "default" in prop:
                 return prop["default"]
@@ -130,8 +153,10 @@ async def _field(name: str, prop: dict[str, Any], required: bool) -> Any:
                 return _SKIP
             sys.stderr.write("    an answer is needed\n")
             continue
+        if choices and text.strip().isdigit() and 1 <= int(text) <= len(choices):
+            return choices[int(text) - 1][0]
         value = _convert(text, types)
-        if value is _SKIP or ("enum" in prop and value not in prop["enum"]):
+        if value is _SKIP or (values is not None and value not in values):
             sys.stderr.write(clean(f"    expected {hint}\n"))
             continue
         return value

@@ -14,6 +14,7 @@ from ._target import CliError, add_target_options, dump_json, result_dict
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ._target import Target
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,17 +39,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    p = parser()
-    begun = _session.begin(p, argv)
-    if isinstance(begun, int):
-        return begun
-    ns, items, target = begun
-    try:
-        values, raw = _args.parse_pairs(items, ns.args)
-    except CliError as exc:
-        print(clean(f"mcpkit call: {exc}"), file=sys.stderr)
-        return exc.code
+@_session.command(parser)
+def main(p: argparse.ArgumentParser, ns: argparse.Namespace, items: list[str], target: Target) -> int:
+    values, raw = _args.parse_pairs(items, ns.args)
 
     async def body(client: Client) -> int:
         arguments = values

@@ -1,7 +1,8 @@
 """``mcpkit discover TARGET``: probe a server and print its card (or everything as JSON).
 
 The era verdict: ``modern`` (2026-07-28 only), ``legacy`` (the 2025-11-25 initialize
-handshake only) or ``dual`` (both: a second, legacy-only connection is tried). ``--timeout``
+handshake only) or ``dual`` (both: a second, legacy-only connection is tried, over HTTP always,
+over stdio with ``--both-eras`` since it starts the server a second time). ``--timeout``
 bounds the whole probe, that second connection included.
 
 ``mcpkit discover --card URL`` reads a server card (SEP-2127, a Draft) instead, without
@@ -41,6 +42,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--card", action="store_true",
                    help="read the server card (SEP-2127, a Draft) at URL instead of connecting: a card, an MCP "
                    "endpoint (its URL/server-card) or an AI catalog (/.well-known/ai-catalog.json)")
+    p.add_argument("--both-eras", action="store_true",
+                   help="a modern stdio server is started a second time to see whether it also speaks the "
+                   "2025-11-25 initialize handshake (era dual); over HTTP that is always checked")
     add_target_options(p, timeout=10.0)
     return p
 
@@ -58,7 +62,7 @@ def main(argv: list[str]) -> int:
     ns, _items, target = begun
 
     async def body(client: Client) -> int:
-        report = await probe(client, target)
+        report = await probe(client, target, both_eras=ns.both_eras or None)
         report.pop("discoveredAt", None)
         if ns.json:
             sys.stdout.write(dump_json(report) + "\n")

@@ -38,12 +38,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    p = parser()
-    begun = _session.begin(p, argv, no_extra=True)
-    if isinstance(begun, int):
-        return begun
-    ns, _items, target = begun
+@_session.command(parser, no_extra=True)
+def main(p: argparse.ArgumentParser, ns: argparse.Namespace, _items: list[str], target: Target) -> int:
     if not 0 <= ns.port <= 65535:
         return usage_error(p, "--port must be between 0 and 65535")
     try:

@@ -20,10 +20,10 @@ import json
 import os
 import re
 import sys
-import tempfile
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._files import write_atomic
 from ..errors import CliError
 from . import _goose
 from ._hosts import HOSTS, Host, find_host, strip_jsonc
@@ -211,25 +211,12 @@ def _write(path: str, old: str | None, new: str, *, dry_run: bool) -> None:
     mode = 0o600
     if old is not None:
         mode = os.stat(path).st_mode & 0o7777
-        _atomic(path + ".bak", old, mode)
+        write_atomic(path + ".bak", old, mode=mode)
     else:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    _atomic(path, new, mode)
+    write_atomic(path, new, mode=mode)
 
 
-def _atomic(path: str, text: str, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".mcpkit-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # ---------------------------------------------------------------- the commands

@@ -138,9 +138,9 @@ def _run(ns: argparse.Namespace, target: Any, port: int, out_fd: int | None) -> 
             import os
 
             options["env"] = {**os.environ, **target.env}
-    plan = _front_auth(ns, target.label)
-    if plan is None:
-        return 2
+    plan = _plan_auth(ns, target.label)
+    if isinstance(plan, int):
+        return plan
     auth, public_url = plan
     if ns.http:
         options["auth"] = auth
@@ -193,9 +193,9 @@ def _run_workers(ns: argparse.Namespace, backend: Any, options: dict[str, Any], 
                                                    proxy={"target": backend, "options": options}, **app))
 
 
-def _front_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | None:
-    """What protects an HTTP front (``--auth-*``): (auth, public URL), both None for stdio;
-    None after printing why the options do not fit."""
+def _plan_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | int:
+    """(auth, public URL) for ``--http`` from the auth options ((None, None) without
+    ``--http``), or the exit code of a plan that cannot work (said on stderr)."""
     if not ns.http:
         return None, None
     from ._serve_auth import plan_auth
@@ -204,7 +204,7 @@ def _front_auth(ns: argparse.Namespace, spec: str) -> tuple[Any, str | None] | N
     plan = plan_auth(ns, None)
     if isinstance(plan, str):
         print(f"{PROG}: {plan}", file=sys.stderr)
-        return None
+        return 2
     return plan
 
 
@@ -231,9 +231,9 @@ def _run_config(ns: argparse.Namespace, port: int, out_fd: int | None) -> int:
     if not entries:
         print(f"{PROG}: {ns.config}: no servers (neither mcpServers nor servers)", file=sys.stderr)
         return 2
-    plan = _front_auth(ns, ns.config)
-    if plan is None:
-        return 2
+    plan = _plan_auth(ns, ns.config)
+    if isinstance(plan, int):
+        return plan
     auth, public_url = plan
     host = Server("mcpkit-proxy", auth=auth)
     mounts = []
@@ -302,15 +302,10 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
             run_stdio_server(server, out_fd=out_fd, runner=runner)
             return 0
         from ..transports.http import run_http_server
-        from ._serve import _hostport
+        from ._serve import _hostport, http_options
 
-        options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth, "runner": runner}
-        if public_url:
-            options["public_url"] = public_url
-        if ns.allowed_host:
-            options["allowed_hosts"] = ns.allowed_host
-        if ns.allowed_origin:
-            options["allowed_origins"] = ns.allowed_origin
+        options = http_options(ns, port, auth, public_url)
+        options["runner"] = runner
         print(line(f"http://{_hostport(ns.host, port)}{ns.path}"), file=sys.stderr, flush=True)
         try:
             run_http_server(server, **options)

@@ -108,6 +108,20 @@ _HTTP_ONLY = (("host", "--host"), ("port", "--port"), ("path", "--path"), ("work
               ("auth_introspect", "--auth-introspect"), ("auth_no_typ_check", "--auth-no-typ-check"),
               ("public_url", "--public-url"), *_serve_ops.HTTP_ONLY)
 
+
+def http_options(ns: argparse.Namespace, port: int, auth: Any, public_url: str | None) -> dict[str, Any]:
+    """``run_http_server``'s options from ``--host``, ``--path``, ``--allowed-host``,
+    ``--allowed-origin`` (``mcpkit serve --http`` and ``mcpkit proxy --http``)."""
+    options: dict[str, Any] = {"host": ns.host, "port": port, "path": ns.path, "auth": auth}
+    if public_url:
+        options["public_url"] = public_url
+    if ns.allowed_host:
+        options["allowed_hosts"] = ns.allowed_host
+    if ns.allowed_origin:
+        options["allowed_origins"] = ns.allowed_origin
+    return options
+
+
 def main(argv: list[str]) -> int:
     p = parser()
     ns = p.parse_args(argv)
@@ -283,13 +297,7 @@ def _serve_http(ns: argparse.Namespace) -> int:
             return 1
         from ..transports.http import run_http_server
 
-        options: dict[str, Any] = {"host": ns.host, "port": ns.port, "path": ns.path, "auth": auth}
-        if public_url:
-            options["public_url"] = public_url
-        if ns.allowed_host:
-            options["allowed_hosts"] = ns.allowed_host
-        if ns.allowed_origin:
-            options["allowed_origins"] = ns.allowed_origin
+        options = http_options(ns, ns.port, auth, public_url)
         options.update(_serve_ops.http_options(ns))
         print(startup_line(server, f"http://{_hostport(ns.host, ns.port)}{ns.path}", auth), file=sys.stderr, flush=True)
         from ..errors import LifespanError

@@ -49,6 +49,34 @@ def begin(parser: argparse.ArgumentParser, argv: list[str],
     return ns, items, target
 
 
+#: A command's work once its TARGET is resolved: (parser, namespace, other positionals, target) -> exit code.
+Command = Callable[[argparse.ArgumentParser, argparse.Namespace, list[str], Target], int]
+
+
+def command(make_parser: Callable[[], argparse.ArgumentParser], *,
+            no_extra: bool = False) -> Callable[[Command], Callable[[list[str]], int]]:
+    """Make ``main(argv)`` of a command against a TARGET: parse ``argv`` with
+    ``make_parser()``, resolve the TARGET (a usage error is its exit code), then run the
+    decorated function; a :class:`CliError` it raises (a bad ``key=value``) is one line."""
+    def wrap(work: Command) -> Callable[[list[str]], int]:
+        def main(argv: list[str]) -> int:
+            p = make_parser()
+            begun = begin(p, argv, no_extra)
+            if isinstance(begun, int):
+                return begun
+            ns, items, target = begun
+            try:
+                return work(p, ns, items, target)
+            except CliError as exc:
+                print(clean(f"{p.prog}: {exc}"), file=sys.stderr)
+                return exc.code
+
+        main.__doc__ = work.__doc__
+        return main
+
+    return wrap
+
+
 def run(prog: str, target: Target, body: Body, **client_options: Any) -> int:
     return asyncio.run(session(prog, target, body, **client_options))
 

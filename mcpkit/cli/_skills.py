@@ -19,6 +19,7 @@ from ._target import add_target_options, dump_json
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ._target import Target
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,14 +36,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
+@_session.command(parser)
+def main(p: argparse.ArgumentParser, ns: argparse.Namespace, items: list[str], target: Target) -> int:
     from ._target import usage_error
 
-    p = parser()
-    begun = _session.begin(p, argv)
-    if isinstance(begun, int):
-        return begun
-    ns, items, target = begun
     if not items or items[0] not in ("list", "get"):
         return usage_error(p, "say what to do: list TARGET, or get URI TARGET")
     action, rest = items[0], items[1:]

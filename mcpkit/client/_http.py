@@ -55,6 +55,18 @@ def credentials_visible(client: httpx.AsyncClient) -> bool:
     return all(t is None or type(t).__module__.split(".")[0] == "httpx" for t in transports) and transports[0] is not None
 
 
+async def with_configured(h: dict[str, str], static: Mapping[str, str],
+                          provider: HeaderProvider | None) -> dict[str, str]:
+    """``h`` with the ``static`` headers added, then those of ``provider`` (sync or async)."""
+    h.update(static)
+    if provider is not None:
+        extra = provider()
+        if inspect.isawaitable(extra):
+            extra = await extra
+        h.update(extra or {})
+    return h
+
+
 class HttpTransport(ClientTransport):
     """2026-07-28: POSTs each request to ``url`` with the mirrored MCP headers.
 
@@ -154,13 +166,7 @@ class HttpTransport(ClientTransport):
 
     async def _with_configured(self, h: dict[str, str]) -> dict[str, str]:
         """Add the static headers and the provider's."""
-        h.update(self.static_headers)
-        if self.header_provider is not None:
-            extra = self.header_provider()
-            if inspect.isawaitable(extra):
-                extra = await extra
-            h.update(extra or {})
-        return h
+        return await with_configured(h, self.static_headers, self.header_provider)
 
     def use_tool_annotations(self, annotations: dict[str, dict[str, tuple[str, ...]]]) -> None:
         self.tool_annotations = annotations

@@ -15,7 +15,6 @@ refused and the stream closed); every SSE line and event, and every POST answer,
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -23,9 +22,9 @@ from urllib.parse import urlsplit
 
 from ..errors import HttpStatusError, TransportClosed, TransportError
 from ..protocol import codec, sse
-from ..protocol import meta as M
 from . import _limits
 from ._credentials import partition
+from ._pending import PendingRequests
 from ._transport import Capabilities, ClientTransport, Era, OnNote, Response, answer_request
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ def origin(url: httpx.URL) -> tuple[str, str, int]:
     return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
 
 
-class SseTransport(ClientTransport):
+class SseTransport(PendingRequests, ClientTransport):
     """2024-11-05 HTTP+SSE: a GET stream carries the server's messages, POSTs to the
     ``endpoint`` it names carry ours. Options as for the Streamable HTTP transport."""
 
@@ -76,12 +75,9 @@ class SseTransport(ClientTransport):
         self._verify = verify
         #: Where messages are POSTed (from the ``endpoint`` event; None until connected).
         self.endpoint: str | None = None
-        self.pending: dict[codec.RequestId, asyncio.Future[codec.Response]] = {}
-        self.note_routes: dict[Any, OnNote] = {}
+        self._init_pending()
         self._stream: httpx.Response | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._closed: BaseException | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
 
     def adopt_pool(self, client: httpx.AsyncClient | None, owns: bool) -> None:
         """Use ``client`` (another transport's pool); ``owns``: close it on :meth:`close`."""
@@ -95,13 +91,9 @@ class SseTransport(ClientTransport):
 
     # ------------------------------------------------------------ headers
     async def _configured(self) -> dict[str, str]:
-        h = dict(self.static_headers)
-        if self.header_provider is not None:
-            extra = self.header_provider()
-            if inspect.isawaitable(extra):
-                extra = await extra
-            h.update(extra or {})
-        return h
+        from ._http import with_configured
+
+        return await with_configured({}, self.static_headers, self.header_provider)
 
     async def _own_headers(self, http_method: str) -> dict[str, str]:
         """Headers for the transport's own requests (the GET stream, our answers, notifications)."""
@@ -191,16 +183,7 @@ class SseTransport(ClientTransport):
                 except codec.InvalidMessage:
                     log.warning("ignoring an SSE event that is not a JSON-RPC message")
                     continue
-                if type(msg) is codec.Response:
-                    fut = self.pending.get(msg.id) if msg.id is not None else None
-                    if fut is not None and not fut.done():
-                        fut.set_result(msg)
-                elif type(msg) is codec.Notification:
-                    self._route(msg)
-                elif type(msg) is codec.Request:
-                    task = asyncio.ensure_future(self._answer(msg))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                self._dispatch(msg)
         except asyncio.CancelledError:
             why = TransportClosed("the SSE stream was closed")
             raise
@@ -211,23 +194,6 @@ class SseTransport(ClientTransport):
             why = TransportClosed(f"the SSE stream broke: {exc or type(exc).__name__}")
         finally:
             self._fail_all(why)
-
-    def _route(self, msg: codec.Notification) -> None:
-        params = msg.params or {}
-        token = params.get(M.PROGRESS_TOKEN) if msg.method == "notifications/progress" else None
-        cb = self.note_routes.get(token) if token is not None else None
-        cb = cb or self.on_notification
-        if cb is not None:
-            try:
-                cb(msg.method, params)
-            except Exception:
-                log.exception("notification callback failed")
-
-    def _fail_all(self, exc: BaseException) -> None:
-        self._closed = exc
-        for fut in self.pending.values():
-            if not fut.done():
-                fut.set_exception(exc)
 
     async def _answer(self, msg: codec.Request) -> None:
         body = await answer_request(self.on_request, msg)
@@ -260,13 +226,7 @@ class SseTransport(ClientTransport):
                       *, headers: Mapping[str, str] | None = None) -> Response:
         from ._http import _response
 
-        if self._closed is not None:
-            raise self._closed
-        fut: asyncio.Future[codec.Response] = asyncio.get_running_loop().create_future()
-        self.pending[id] = fut
-        token = (params.get("_meta") or {}).get(M.PROGRESS_TOKEN)
-        if on_note is not None and token is not None:
-            self.note_routes[token] = on_note
+        fut, token = self._open(id, method, params, on_note)
         hdrs = await self._configured()
         hdrs.update(headers or {})
         try:
@@ -284,9 +244,7 @@ class SseTransport(ClientTransport):
                     pass
             raise
         finally:
-            self.pending.pop(id, None)
-            if token is not None:
-                self.note_routes.pop(token, None)
+            self._release(id, token)
 
     async def notify(self, method: str, params: dict[str, Any] | None, *, headers: Mapping[str, str] | None = None) -> None:
         hdrs = await self._configured()

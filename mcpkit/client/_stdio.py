@@ -9,18 +9,15 @@ from typing import Any, ClassVar
 
 from ..errors import ProtocolError, TransportClosed, TransportError
 from ..protocol import codec
-from ..protocol import meta as M
 from ..transports.stdio import StdioProcess
 from ._credentials import NO_CREDENTIALS
+from ._pending import PendingRequests
 from ._transport import Capabilities, ClientTransport, OnNote, Response, answer_request
 
 log = logging.getLogger("mcpkit.client")
 
-#: Where a listen stream's notifications are routed: its request id, JSON type included.
-RouteKey = Any
 
-
-class StdioTransport(ClientTransport):
+class StdioTransport(PendingRequests, ClientTransport):
     """Spawns ``command`` and speaks newline-delimited JSON-RPC with it.
 
     A server whose first output is not JSON-RPC (log lines on stdout, a common mistake) and
@@ -36,11 +33,8 @@ class StdioTransport(ClientTransport):
     def __init__(self, command: str, args: list[str] | None = None, *, env: dict[str, str] | None = None,
                  cwd: str | None = None, stderr: Any = None) -> None:
         self.proc = StdioProcess(command, args, env=env, cwd=cwd, stderr=stderr)
-        self.pending: dict[codec.RequestId, asyncio.Future[codec.Response]] = {}
-        self.note_routes: dict[RouteKey, OnNote] = {}  # progress token or listen key -> the request's callback
+        self._init_pending()
         self._reader: asyncio.Task[None] | None = None
-        self._closed: BaseException | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
         self._spoken = False  # a JSON-RPC message came from this process
         self._garbage: asyncio.TimerHandle | None = None
 
@@ -81,16 +75,7 @@ class StdioTransport(ClientTransport):
                 if not self._spoken:
                     self._spoken = True
                     self._cancel_garbage_verdict()
-                if type(msg) is codec.Response:
-                    fut = self.pending.pop(msg.id, None) if msg.id is not None else None
-                    if fut is not None and not fut.done():
-                        fut.set_result(msg)
-                elif type(msg) is codec.Notification:
-                    self._route(msg)
-                elif type(msg) is codec.Request:
-                    task = asyncio.ensure_future(self._answer(msg))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                self._dispatch(msg)
         except Exception as exc:  # pragma: no cover - defensive
             log.debug("reader stopped: %r", exc)
         finally:
@@ -123,44 +108,9 @@ class StdioTransport(ClientTransport):
         except (ConnectionError, BrokenPipeError):
             pass
 
-    def _route(self, msg: codec.Notification) -> None:
-        params = msg.params or {}
-        meta = params.get("_meta")
-        sid = meta.get(M.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        cb: OnNote | None
-        if sid is not None:
-            cb = self.note_routes.get(("listen", type(sid).__name__, sid))
-        elif msg.method == "notifications/progress":
-            token = params.get(M.PROGRESS_TOKEN)
-            cb = self.note_routes.get(token) if token is not None else None
-        else:
-            cb = None
-        if cb is None:
-            cb = self.on_notification
-        if cb is not None:
-            try:
-                cb(msg.method, params)
-            except Exception:
-                log.exception("notification callback failed")
-
-    def _fail_all(self, exc: BaseException) -> None:
-        self._closed = exc
-        for fut in self.pending.values():
-            if not fut.done():
-                fut.set_exception(exc)
-        self.pending.clear()
-
     async def request(self, id: codec.RequestId, method: str, params: dict[str, Any], on_note: OnNote | None,
                       *, headers: Mapping[str, str] | None = None) -> Response:
-        if self._closed is not None:
-            raise self._closed
-        fut: asyncio.Future[codec.Response] = asyncio.get_running_loop().create_future()
-        self.pending[id] = fut
-        token: RouteKey = (params.get("_meta") or {}).get(M.PROGRESS_TOKEN)
-        if method == "subscriptions/listen":
-            token = ("listen", type(id).__name__, id)  # matched by subscriptionId, JSON type included
-        if on_note is not None and token is not None:
-            self.note_routes[token] = on_note
+        fut, token = self._open(id, method, params, on_note)
         try:
             try:
                 await self.proc.send(codec.encode_request(id, method, params))
@@ -176,9 +126,7 @@ class StdioTransport(ClientTransport):
                     pass
             raise
         finally:
-            self.pending.pop(id, None)
-            if token is not None:
-                self.note_routes.pop(token, None)
+            self._release(id, token)
 
     async def outgoing_credentials(self, headers: Mapping[str, str] | None = None) -> str | None:
         return NO_CREDENTIALS  # one process, one identity: auth headers do not travel over stdio

@@ -106,16 +106,27 @@ class TaskHandle:
         """Whether the task reached a terminal status (completed, failed or cancelled)."""
         return self.status in TERMINAL
 
-    def _update(self, task: dict[str, Any]) -> None:
+    def _take_status(self, task: dict[str, Any], interval_key: str) -> None:
+        """``task``'s status, message and poll interval (milliseconds under ``interval_key``)."""
         self.last = task
         status = task.get("status")
         if isinstance(status, str):
             self.status = status
         message = task.get("statusMessage")
         self.status_message = message if isinstance(message, str) else None
-        interval = task.get("pollIntervalMs")
-        if isinstance(interval, (int, float)) and interval > 0:
+        interval = task.get(interval_key)
+        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval > 0:
             self.poll_interval = interval / 1000.0
+
+    def _tell(self, on_status: StatusCallback | None, seen: tuple[str, str | None] | None) -> tuple[str, str | None] | None:
+        """Call ``on_status`` if the status or its message changed since ``seen``; what it saw."""
+        if on_status is not None and (self.status, self.status_message) != seen:
+            seen = (self.status, self.status_message)
+            on_status(self.status, self.status_message)
+        return seen
+
+    def _update(self, task: dict[str, Any]) -> None:
+        self._take_status(task, "pollIntervalMs")
         if self.status == "completed" and isinstance(task.get("result"), dict):
             try:
                 self._result = msgspec.convert(task["result"], t.CallToolResult)
@@ -153,9 +164,7 @@ class TaskHandle:
         deadline = None if timeout is None else time.monotonic() + timeout
         seen: tuple[str, str | None] | None = None
         while True:
-            if on_status is not None and (self.status, self.status_message) != seen:
-                seen = (self.status, self.status_message)
-                on_status(self.status, self.status_message)
+            seen = self._tell(on_status, seen)
             if self.status == "completed":
                 if self._result is None:
                     raise ProtocolError("tasks/get: a completed task without a result")

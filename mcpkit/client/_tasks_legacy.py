@@ -65,15 +65,7 @@ class LegacyTaskHandle(TaskHandle):
         self._update(task)
 
     def _update(self, task: dict[str, Any]) -> None:
-        self.last = task
-        status = task.get("status")
-        if isinstance(status, str):
-            self.status = status
-        message = task.get("statusMessage")
-        self.status_message = message if isinstance(message, str) else None
-        interval = task.get("pollInterval")
-        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval > 0:
-            self.poll_interval = interval / 1000.0
+        self._take_status(task, "pollInterval")
 
     async def _ask(self, method: str, params: dict[str, Any] | None = None, *,
                    timeout: float | None = None) -> dict[str, Any]:
@@ -97,9 +89,7 @@ class LegacyTaskHandle(TaskHandle):
         deadline = None if timeout is None else time.monotonic() + timeout
         seen: tuple[str, str | None] | None = None
         while True:
-            if on_status is not None and (self.status, self.status_message) != seen:
-                seen = (self.status, self.status_message)
-                on_status(self.status, self.status_message)
+            seen = self._tell(on_status, seen)
             if self._result is not None:
                 return self._result
             if self.status == "cancelled":
@@ -108,7 +98,9 @@ class LegacyTaskHandle(TaskHandle):
             if left is not None and left <= 0:
                 raise TimeoutError(f"task {self.task_id}: not finished within {timeout:g} s")
             if self.done or self.status == "input_required":
-                return await self._fetch(left)
+                result = await self._fetch(left)  # the server's questions come while it blocks
+                self._tell(on_status, seen)
+                return result
             await asyncio.sleep(self.poll_interval if left is None else min(self.poll_interval, left))
             await self.poll()
 
@@ -125,8 +117,8 @@ class LegacyTaskHandle(TaskHandle):
             self._result = msgspec.convert(raw, t.CallToolResult)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"tasks/result: malformed result: {exc}") from None
-        if not self.done:
-            self.status = "completed"
+        if not self.done:  # its outcome is in: the status the last tasks/get gave is over
+            self.status, self.status_message = "completed", None
         return self._result
 
 

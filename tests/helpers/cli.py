@@ -37,16 +37,21 @@ WITHOUT_HTTP_EXTRA = ("import sys\n"
                       "sys.exit(main(sys.argv[1:]))\n")
 
 
+def read_pty(master: int, wait: float = 0.1) -> bytes | None:
+    """What a pseudo-terminal gives within ``wait`` seconds (b"": nothing yet; None: it is closed)."""
+    if not select.select([master], [], [], wait)[0]:
+        return b""
+    try:
+        chunk = os.read(master, 4096)
+    except OSError:
+        return None
+    return chunk or None
+
+
 def drain_pty(master: int) -> bytes:
     """What a pseudo-terminal still holds: read until nothing comes for 0.1 s, or it is closed."""
     seen = b""
-    while select.select([master], [], [], 0.1)[0]:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
+    while chunk := read_pty(master):
         seen += chunk
     return seen
 

@@ -11,12 +11,9 @@ htmlStart}}}`` (or ``{"error": ...}`` for the step that failed).
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
 from typing import Any
 
-from sdk_peer import Report, connected, dump
+from sdk_peer import Report, connected, dump, run_url_mode
 
 
 async def run(url: str, mode: str) -> dict[str, Any]:
@@ -44,11 +41,5 @@ async def run(url: str, mode: str) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    url = sys.argv[1]
-    mode = sys.argv[2] if len(sys.argv) > 2 else "2026-07-28"
-    print(json.dumps(asyncio.run(run(url, mode))), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run_url_mode(run)

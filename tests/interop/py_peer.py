@@ -13,12 +13,9 @@ so the test can assert on it).
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
 from typing import Any
 
-from sdk_peer import Report, connected, demo_tools, list_and_add
+from sdk_peer import Report, connected, demo_tools, list_and_add, run_url_mode
 
 
 async def run(url: str, mode: str) -> dict[str, Any]:
@@ -35,11 +32,5 @@ async def run(url: str, mode: str) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    url = sys.argv[1]
-    mode = sys.argv[2] if len(sys.argv) > 2 else "2026-07-28"
-    print(json.dumps(asyncio.run(run(url, mode))), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run_url_mode(run)

@@ -7,7 +7,11 @@ script's own directory is first on ``sys.path``).
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 import traceback
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
 
@@ -69,3 +73,11 @@ async def demo_tools(client: Any, out: Report) -> None:
 
     out.step = "tools/call count_down (tool error)"
     out["toolError"] = dump(await client.call_tool("count_down", {"start": 500}))
+
+
+def run_url_mode(run: Callable[[str, str], Awaitable[dict[str, Any]]]) -> None:
+    """``python PEER.py URL [MODE]``: print ``run(URL, MODE)``'s report as one JSON line
+    (MODE 2026-07-28 when not given)."""
+    url = sys.argv[1]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "2026-07-28"
+    print(json.dumps(asyncio.run(run(url, mode))), flush=True)

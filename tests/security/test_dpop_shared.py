@@ -33,15 +33,6 @@ def _argv(port: int) -> list[str]:
     return [sys.executable, str(TOKEN_SERVER), str(port)]
 
 
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
 
 @pytest.fixture(scope="module")
 def issuer() -> Iterator[HttpIssuer]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.cli import mcpkit
+from tests.helpers.cli import mcpkit, read_pty
 from tests.helpers.paths import DEMO, subprocess_env
 
 NOT_STARTED = "not started: project config (pass --trust-project to run it)"
@@ -81,7 +81,7 @@ def test_the_users_own_configs_run_as_before(tmp_path):
         {"mcpServers": {"mine": {"command": sys.executable, "args": [str(DEMO)]}}}))
     proc = mcpkit("scan", "--json", cwd=project, env=_env(home))
     rows = {r["name"]: r for r in json.loads(proc.stdout)["servers"]}
-    assert rows["mine"]["era"] == "dual" and rows["mine"]["skipped"] is None
+    assert rows["mine"]["era"] == "modern" and rows["mine"]["skipped"] is None
     assert rows["evil"]["skipped"] == NOT_STARTED
     assert not marker.exists()
     # Scanning from home: home's .cursor/mcp.json is the user's config, not a project's.
@@ -150,14 +150,10 @@ def _scan_on_a_terminal(cwd: Path, env: dict[str, str], reply: str | None, timeo
         asked = False
         while proc.poll() is None or select.select([master], [], [], 0.1)[0]:
             assert time.monotonic() < deadline, seen.decode(errors="replace")
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
+            chunk = read_pty(master)
+            if chunk is None:
+                break
+            seen += chunk
             if reply is not None and not asked and b"[y/N]" in seen:
                 os.write(master, reply.encode() + b"\n")
                 asked = True

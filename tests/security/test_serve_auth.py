@@ -10,7 +10,6 @@ under ``mcpkit serve``. Real subprocesses, real uvicorn, a real redis-server.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -88,13 +87,6 @@ def test_serve_http_applies_the_files_auth(tmp_path: Path, issuer: TestIssuer) -
         assert_protected(srv.url, issuer)
         assert srv.lines[-1].strip() == f"serving guarded 1.0.0 on {srv.url} ({protected_suffix()})"
 
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
 
 
 def test_workers_with_redis_apply_the_files_auth(tmp_path: Path, issuer: TestIssuer, redis: RedisServer) -> None:

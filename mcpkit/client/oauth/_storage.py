@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -99,19 +98,10 @@ class FileTokenStorage(TokenStorage):
         return data
 
     def _save(self, data: dict[str, Any]) -> None:
+        from ..._files import write_atomic
+
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".oauth-", dir=self.path.parent)
-        try:
-            os.chmod(tmp, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(self.path, json.dumps(data, indent=1, sort_keys=True), mode=0o600, prefix=".oauth-")
 
     def _update(self, section: str, key: str, value: dict[str, Any] | None) -> None:
         with self._lock:
