@@ -536,15 +536,14 @@ class Client(TypedApi, SkillsApi):
         rid = next(self._ids)
         around = _hooks.observer(self, req.method, rid, body) if _hooks.observer is not None else None  # telemetry
         limit = req.timeout if req.timeout is not None else self.timeout
-        if req.headers:
-            call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers)
-        else:
-            call = self.transport.request(rid, req.method, body, req.on_note)
-        waited: Awaitable[Any] = call if limit == _INF else asyncio.wait_for(call, limit)
-        if around is not None:  # mcpkit.observability: a CLIENT span around the exchange
-            waited = around(waited)
+        call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers) if req.headers else \
+            self.transport.request(rid, req.method, body, req.on_note)
         try:
-            resp: Response | codec.Response = await waited
+            if around is not None:  # mcpkit.observability: a CLIENT span around the exchange, time limit included
+                resp: Response | codec.Response = await around(call if limit == _INF else asyncio.wait_for(call, limit))
+            else:  # the limit on this task itself: wait_for's own task cost two more loop turns a call
+                async with asyncio.timeout(None if limit == _INF else limit):
+                    resp = await call
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract
