@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
@@ -42,15 +41,14 @@ from ..protocol.mrtr import MRTR_METHODS
 from . import _hooks
 from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
-from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
-from ._credentials import outgoing, params_bytes, with_context
+from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot, era_key
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification
 from ._restart import Recoverer, Recovery
 from ._session import ChangeFeeds, Era, EraSession, Hello, ModernSession
 from ._signals import EraStale, ServerExited, ToolsStale
-from ._skills import SkillsApi
+from ._skills_api import SkillsApi
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
 if TYPE_CHECKING:
@@ -218,7 +216,7 @@ class Client(TypedApi, SkillsApi):
             return HttpTransport(target, auth_headers=auth_headers, sse_fallback=transport == "auto", **http_options)
         if http_given:
             raise TypeError(f"unexpected options for a stdio server: {', '.join(http_given)}")
-        argv = shlex.split(target) if isinstance(target, str) else list(target)
+        argv = __import__("shlex").split(target) if isinstance(target, str) else list(target)  # (shlex: when used)
         if not argv:
             raise ValueError("empty command")
         self._era_key = era_key(argv)
@@ -360,13 +358,13 @@ class Client(TypedApi, SkillsApi):
         key = cache_key(req.method, req.params)
         if mode == "use":
             # A private entry only for the credentials this request would carry now.
-            part = await outgoing(self.auth, self.transport, req) if cache.has_private(key) else None
+            part = await credentials().outgoing(self.auth, self.transport, req) if cache.has_private(key) else None
             hit = cache.get(key, part)
             if hit is not None:
                 return hit
         result, rounds = await self._send_handling_input(req)
         if rounds == 0 and mode != "bypass":  # a result after input rounds is never cached
-            part = with_context(req.credentials, self.auth.cache_context()) if self.auth else req.credentials
+            part = credentials().with_context(req.credentials, self.auth.cache_context()) if self.auth else req.credentials
             cache.put(key, part, req.method, result)
         return result
 
@@ -461,6 +459,7 @@ class Client(TypedApi, SkillsApi):
         send = below if below is not None else self._send_handling_retries
         if self.auth is None:
             return await send(req)
+        params_bytes = credentials().params_bytes
         method, before = req.method, params_bytes(req.params) if req.method in CACHEABLE else b""
         flow = self.auth.async_flow(req)
         try:

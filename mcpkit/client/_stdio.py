@@ -11,8 +11,7 @@ from ..errors import ProtocolError, TransportClosed, TransportError
 from ..protocol import codec
 from ..protocol import meta as M
 from ..transports.stdio import StdioProcess
-from ._credentials import NO_CREDENTIALS
-from ._transport import Capabilities, ClientTransport, OnNote, Response, answer_request
+from ._transport import NO_CREDENTIALS, Capabilities, ClientTransport, OnNote, Response, answer_request
 
 log = logging.getLogger("mcpkit.client")
 
