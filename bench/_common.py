@@ -106,7 +106,8 @@ class Side:
 
 
 def make_sides(official_python: str, baseline: Path | None = None) -> dict[str, Side]:
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    # (PYTHONDONTWRITEBYTECODE too: the warm-up rounds byte-compile, as any installed package is.)
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
     mk_env = dict(base)
     # mcpkit runs from the repo checkout: make it importable without installing.
     mk_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
