@@ -274,8 +274,13 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
     feed = _Feed(loop, fd, session, head)
     os.set_blocking(fd, False)  # as connect_read_pipe would
     try:
+        loop.add_reader(fd, feed.readable)
+    except NotImplementedError:  # a loop without readiness callbacks (the proactor, on Windows)
+        async for streamed in _stream_lines(loop, fd, session, head):
+            yield streamed
+        return
+    try:
         while True:
-            loop.add_reader(fd, feed.readable)
             await feed.wake
             feed.wake = loop.create_future()
             while feed.backlog:
@@ -292,8 +297,37 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
                 elif feed.buf:
                     yield feed.buf  # a last line without its newline still counts
                 return
+            loop.add_reader(fd, feed.readable)
     finally:
         loop.remove_reader(fd)
+
+
+async def _stream_lines(loop: asyncio.AbstractEventLoop, fd: int, session: StdioServerSession,
+                        head: bytes) -> AsyncIterator[bytes]:
+    """:func:`_lines` through a read pipe transport and a stream reader, for loops that have
+    no ``add_reader``."""
+    reader = asyncio.StreamReader(limit=_stdio_main.MAX_LINE, loop=loop)
+    if head:
+        reader.feed_data(head)
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+    try:
+        while True:
+            if session.full():
+                await session.room()
+            try:
+                line = await reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    yield exc.partial  # a last line without its newline still counts
+                return
+            except asyncio.LimitOverrunError:
+                await _skip_line(reader)
+                session.write(_too_long())
+                continue
+            yield line
+    finally:
+        transport.close()
 
 
 def _too_long() -> bytes:
