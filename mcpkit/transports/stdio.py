@@ -423,13 +423,20 @@ class StdioProcess:
         self.stderr = stderr
         self.proc: asyncio.subprocess.Process | None = None
 
-    async def start(self) -> None:
+    @property
+    def max_line(self) -> int:
+        """The longest line read from the server (longer ones are skipped)."""
+        return _stdio_main.MAX_LINE
+
+    async def start(self, stdout: int | None = None) -> None:
+        """Spawn the process; its stdout goes to the fd ``stdout`` when given (the caller reads
+        it), else to a pipe :meth:`receive` reads."""
         env = None
         if self.env is not None:
             env = {**os.environ, **self.env}
         self.proc = await asyncio.create_subprocess_exec(
             self.command, *self.args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE if stdout is None else stdout,
             stderr=self.stderr, env=env, cwd=self.cwd, limit=_stdio_main.MAX_LINE,
         )
 
