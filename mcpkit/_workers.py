@@ -30,7 +30,8 @@ NEEDS_REDIS = ("--workers {n} needs Redis: with several workers, listen streams,
 
 def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, host: str = "127.0.0.1",
                   port: int = 8000, path: str = "/mcp", log_level: str = "warning", otel: bool = False,
-                  rate_limits: list[str] | None = None, **app_options: Any) -> None:
+                  rate_limits: list[str] | None = None, operating: dict[str, Any] | None = None,
+                  **app_options: Any) -> None:
     """Serve the server in ``spec`` (``FILE.py[:attr]`` or ``module[:attr]``) over HTTP on
     ``workers`` processes sharing one socket, backed by Redis at ``redis_url`` (default:
     ``MCPKIT_REDIS_URL``). Blocks until SIGINT/SIGTERM.
@@ -39,7 +40,9 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
     ``app_options`` go to the ASGI app (``allowed_hosts``, ``session_idle_timeout``,
     ``public_url``...) and must be JSON-serialisable. The server's own ``Server(auth=...)``
     protects every worker; its audience is the bound address unless it names ``resource=``
-    (a wildcard ``host`` needs ``resource=`` or ``public_url``). A worker that dies is replaced; when they keep dying as soon
+    (a wildcard ``host`` needs ``resource=`` or ``public_url``). ``operating``: the options of
+    :func:`mcpkit._operating.operate` (request logs, budgets...; ``otel`` and ``rate_limits``
+    too). A worker that dies is replaced; when they keep dying as soon
     as they start (a broken server file), RuntimeError is raised once they are all stopped.
     """
     redis_url = redis_url or os.environ.get("MCPKIT_REDIS_URL") or None
@@ -47,8 +50,9 @@ def serve_workers(spec: str, *, workers: int = 1, redis_url: str | None = None, 
         raise ValueError("workers must be at least 1")
     if workers > 1 and not redis_url:
         raise ValueError(NEEDS_REDIS.format(n=workers))
+    ops = {"otel": otel, "rate_limits": list(rate_limits or ()), **(operating or {})}
     config = {"spec": spec, "redis_url": redis_url, "path": path, "log_level": log_level, "app_options": app_options,
-              "otel": otel, "rate_limits": list(rate_limits or ())}
+              "operating": ops}
     try:
         json.dumps(config)
     except TypeError as exc:
@@ -168,20 +172,18 @@ def _serve(config: dict[str, Any], *, sockets: list[socket.socket] | None, host:
     # run_http_server applies the server's own auth (Server(auth=...)), with the audience fixed
     # from the socket the worker serves (or app_options["public_url"]).
     server = load_server(config["spec"])
-    from .observability import setup
+    from ._operating import operate
 
-    setup(server, "http", force=bool(config.get("otel")))
     on_shutdown = None
+    store = None
     if config.get("redis_url"):
         from .backends.redis import RedisBackend
 
         backend = RedisBackend(config["redis_url"])
         backend.install(server)
         on_shutdown = backend.aclose
-    if config.get("rate_limits"):
-        from .server.ratelimit import RateLimits
-
-        RateLimits(config["rate_limits"], store=backend.rate_buckets if config.get("redis_url") else None).install(server)
+        store = backend.rate_buckets
+    operate(server, "http", rate_store=store, **config.get("operating", {}))
     run_http_server(server, host=host, port=port, path=config["path"], log_level=config["log_level"],
                     sockets=sockets, on_shutdown=on_shutdown, **config["app_options"])
 
@@ -190,11 +192,11 @@ def _worker_main(argv: list[str]) -> None:
     """A child: serve on the inherited socket ``argv[0]`` with the JSON config ``argv[1]``."""
     fd, config = int(argv[0]), json.loads(argv[1])
     sock = socket.socket(fileno=fd)
-    from .errors import ServerLoadError
+    from .errors import LifespanError, ServerLoadError
 
     try:
         _serve(config, sockets=[sock])
-    except (ServerLoadError, ValueError) as exc:  # a broken file, an auth without resource= on a wildcard...: one line
+    except (ServerLoadError, ValueError, LifespanError) as exc:  # a broken file, a failed lifespan...: one line
         print(f"mcpkit: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
         sys.exit(2)
 

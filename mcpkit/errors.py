@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .protocol.errors import (
+    BUDGET_EXCEEDED,
     INTERNAL_ERROR,
     RATE_LIMITED,
     InvalidHeaderAnnotation,
@@ -29,7 +30,8 @@ from .protocol.errors import (
 )
 
 __all__ = [
-    "BackendUnavailable", "CliError", "HttpStatusError", "InvalidHeaderAnnotation", "InvalidMessage", "InvalidToken",
+    "BackendUnavailable", "BudgetExceeded", "CliError", "HttpStatusError", "InvalidHeaderAnnotation", "InvalidMessage",
+    "InvalidToken", "LifespanError",
     "MCPError", "MCPKitError", "MalformedJWS", "NoAnswer", "OAuthError", "ProtocolError", "RateLimited", "RequestNotRetried",
     "ResourceNotFound", "ResponseTooLarge", "RoutingError", "ServerLoadError", "SkillVerificationError", "StateError",
     "TaskCancelled", "ToolError",
@@ -171,3 +173,24 @@ class RateLimited(MCPError):
         seconds = max(1, math.ceil(retry_after))
         super().__init__(RATE_LIMITED, f"Rate limit exceeded ({rule}); retry after {seconds} s",
                          {"retryAfter": seconds, "limit": rule})
+
+
+class BudgetExceeded(MCPError):
+    """A tool call over its budget (JSON-RPC ``-32030``): its arguments were larger than
+    ``maxBodyBytes``, or it ran longer than ``maxSeconds`` (it was cancelled then).
+    ``data``: ``{"limit": "maxSeconds" | "maxBodyBytes", "value": THE_LIMIT, "tool": NAME}``."""
+
+    def __init__(self, limit: str, value: float, tool: str | None) -> None:
+        self.limit = limit
+        self.value = value
+        what = (f"ran longer than its budget of {value:g} s and was cancelled" if limit == "maxSeconds"
+                else f"arguments larger than its budget of {int(value)} bytes")
+        super().__init__(BUDGET_EXCEEDED, f"Tool {tool or '?'}: {what}",
+                         {"limit": limit, "value": value, "tool": tool})
+
+
+# ====================================================================== operating a server
+class LifespanError(MCPKitError):
+    """A server's ``lifespan`` failed at startup (the cause is chained); nothing was served.
+
+    ``mcpkit serve`` and ``server.run()`` say it in one line and exit nonzero."""

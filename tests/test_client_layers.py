@@ -293,7 +293,8 @@ def test_ping_is_answered_in_one_place() -> None:
 
     run(go())
     client = Client(demo_server())
-    assert client.transport.on_request == client._input.serve
+    # The transport's one entry for the server's requests (telemetry's seam), which _input.serve answers.
+    assert client.transport.on_request == client._serve_request
 
 
 # ====================================================================== result objects

@@ -33,9 +33,7 @@ class Counting:
     def __init__(self, server: Server) -> None:
         self.inner = server
         self.calls: Counter[str] = Counter()
-        self.legacy = server.legacy
-        self.auth = server.auth
-        self.session_store = server.session_store
+        self.serving = server.serving
 
     def serve(self, req: Any, envelope: Any) -> Any:
         self.calls["serve"] += 1
@@ -52,6 +50,14 @@ class Counting:
     def close_listeners(self) -> None:
         self.calls["close_listeners"] += 1
         self.inner.close_listeners()
+
+    def running(self) -> Any:
+        self.calls["running"] += 1
+        return self.inner.running()
+
+    async def readiness(self, timeout: float = 2.0) -> dict[str, str]:
+        self.calls["readiness"] += 1
+        return await self.inner.readiness(timeout)
 
 
 class _Verifier:

@@ -139,3 +139,23 @@ def test_the_app_renders_and_calls_a_tool_through_the_inspector(inspector: Runni
             assert not errors, errors
         finally:
             context.close()
+
+
+# ---------------------------------------------------------------- a 2025-11-25 server
+def test_app_only_tool_through_the_inspector_on_a_legacy_server() -> None:
+    """The inspector declares MCP Apps in ``initialize`` too, so a legacy-only server shows it
+    the app-only tool, and the app's call to it goes through (tests/servers/legacy_only_apps.py
+    refuses server/discover: only the initialize handshake works)."""
+    from tests.helpers.servers import mcpkit_serve_argv, running_server
+
+    with running_server(mcpkit_serve_argv(ROOT / "tests" / "servers" / "legacy_only_apps.py"), timeout=30) as url, \
+            running_inspector(url) as inspector:
+        card = inspector.api("GET", "/api/card").json()
+        assert card["era"] == "legacy", card
+        opened = inspector.api("POST", "/api/app/open", json={"uri": BOARD, "tool": "roll_dice"}).json()
+        called = inspector.api("POST", "/api/app/call", json={"frameId": opened["frameId"], "name": "dice_stats",
+                                                              "arguments": {"rolls": [5]}})
+        assert called.status_code == 200, called.text
+        assert called.json()["result"]["content"][0]["text"] == "total 5, mean 5.00, highest 5"
+        refused = inspector.api("POST", "/api/app/call", json={"frameId": opened["frameId"], "name": "nope"})
+        assert refused.status_code == 403

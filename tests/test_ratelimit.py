@@ -121,6 +121,7 @@ def test_callers_have_their_own_buckets() -> None:
 
     class Ctx:
         principal: str | None = None
+        peer: str | None = None
 
     ctx: Any = Ctx()
     assert default_key(ctx) == "anonymous"

@@ -32,6 +32,7 @@ class RedisBus:
 
     def __init__(self, node: RedisNode, *, maxsize: int = 10_000) -> None:
         self.node = node
+        self.health = node.health  # GET /readyz: PING this Redis
         self.local = InMemoryBus(maxsize)
         self._pending: deque[bytes] = deque()
         self._flushing = False

@@ -22,6 +22,7 @@ class RedisDPoPStore:
 
     def __init__(self, node: RedisNode) -> None:
         self.node = node
+        self.health = node.health  # GET /readyz: PING this Redis
         self._secret: bytes | None = None
 
     async def seen(self, key: str, until: float, now: float) -> bool:

@@ -68,6 +68,8 @@ class RedisNode:
         self._closed = False
         #: When the node last came up (loop time), to give other workers time to beat again.
         self.up_since = 0.0
+        #: The readiness check of every part on this node (``GET /readyz`` PINGs Redis once).
+        self.health = RedisHealth(self)
 
     # ------------------------------------------------------------------ connections
     @property
@@ -268,3 +270,19 @@ class RedisNode:
                 await self._client.aclose()
             except Exception:
                 pass
+
+
+class RedisHealth:
+    """A readiness check: PING the Redis this node uses; raises :class:`BackendUnavailable`
+    when it does not answer. Every Redis part of a node shares this one object."""
+
+    name = "redis"
+
+    def __init__(self, node: RedisNode) -> None:
+        self.node = node
+
+    async def __call__(self) -> None:
+        try:
+            await self.node.client.ping()
+        except (RedisError, OSError):
+            raise BackendUnavailable("a readiness check") from None

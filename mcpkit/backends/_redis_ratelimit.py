@@ -41,6 +41,7 @@ class RedisBuckets:
 
     def __init__(self, node: RedisNode) -> None:
         self.node = node
+        self.health = node.health  # GET /readyz: PING this Redis
         self._script: Any = None
 
     async def take(self, key: str, capacity: float, per_second: float) -> float:

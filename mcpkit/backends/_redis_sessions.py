@@ -32,6 +32,7 @@ class RedisSessionStore:
 
     def __init__(self, node: RedisNode) -> None:
         self.node = node
+        self.health = node.health  # GET /readyz: PING this Redis
         self.events: SessionEvents | None = None
         node.on_session = self._on_session
         node.handlers["session_response"] = self._on_response

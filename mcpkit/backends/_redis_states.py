@@ -16,6 +16,7 @@ class RedisUsedStates:
 
     def __init__(self, node: RedisNode) -> None:
         self.node = node
+        self.health = node.health  # GET /readyz: PING this Redis
 
     async def spend(self, state_id: str, expires: float) -> bool:
         await self.node.ensure("this requestState")

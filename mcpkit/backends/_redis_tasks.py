@@ -50,6 +50,7 @@ class RedisTaskStore(TaskStore):
 
     def __init__(self, node: RedisNode) -> None:
         self.node = node
+        self.health = node.health  # GET /readyz: PING this Redis
         self.tasks: Tasks | None = None
         self._save = node.client.register_script(_SAVE)
         node.handlers["task_update"] = self._on_update

@@ -3,6 +3,9 @@
 The era verdict: ``modern`` (2026-07-28 only), ``legacy`` (the 2025-11-25 initialize
 handshake only) or ``dual`` (both: a second, legacy-only connection is tried). ``--timeout``
 bounds the whole probe, that second connection included.
+
+``mcpkit discover --card URL`` reads a server card (SEP-2127, a Draft) instead, without
+connecting: see :mod:`._card`.
 """
 
 from __future__ import annotations
@@ -27,18 +30,28 @@ def parser() -> argparse.ArgumentParser:
         prog="mcpkit discover", description="Probe a server and print its card: identity, era (modern, legacy "
         "or dual), versions, capabilities, and its tools, resources and prompts.",
         epilog=examples("mcpkit discover -- python examples/demo.py", "mcpkit discover examples/demo.py",
-                         "mcpkit discover http://127.0.0.1:8000/mcp"),
+                         "mcpkit discover http://127.0.0.1:8000/mcp",
+                         "mcpkit discover --card http://127.0.0.1:8000/mcp/server-card",
+                         "mcpkit discover --card https://example.com/.well-known/ai-catalog.json"),
         formatter_class=HelpFormatter)
     p.add_argument("items", nargs="*", metavar="TARGET", help="an http(s) URL or FILE.py (or -- COMMAND [ARGS...])")
     p.add_argument("--json", action="store_true",
                    help="print the DiscoverResult, the era and the tools, resources and prompts as one JSON object")
     p.add_argument("-v", "--verbose", action="store_true", help="show each tool's arguments")
+    p.add_argument("--card", action="store_true",
+                   help="read the server card (SEP-2127, a Draft) at URL instead of connecting: a card, an MCP "
+                   "endpoint (its URL/server-card) or an AI catalog (/.well-known/ai-catalog.json)")
     add_target_options(p, timeout=10.0)
     return p
 
 
 def main(argv: list[str]) -> int:
     p = parser()
+    if "--card" in argv:
+        from . import _card
+
+        ns, _command = _session.parse(p, argv)
+        return _card.main(ns, list(ns.items))
     begun = _session.begin(p, argv, no_extra=True)
     if isinstance(begun, int):
         return begun

@@ -243,6 +243,9 @@ def _serve(ns: argparse.Namespace, server: Any, port: int, auth: Any, public_url
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    from ..observability import auto_instrument
+
+    auto_instrument(server, "http" if ns.http else "stdio")  # spans when OpenTelemetry is set up (else nothing)
     try:
         if not ns.http:
             from ..transports import run_stdio_server

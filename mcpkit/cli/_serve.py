@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from . import _serve_ops
 from ._extras import missing_extra
 from ._help import HelpFormatter, examples
 
@@ -79,6 +80,7 @@ def parser() -> argparse.ArgumentParser:
     ops.add_argument("--rate-limit", action="append", metavar="[METHOD[:NAME]:]N/PERIOD", default=[],
                      help="a token bucket per caller, e.g. 100/s, tools/call:10/s, tools/call:search:5/m (repeatable; "
                           "shared through --redis when given)")
+    _serve_ops.add_arguments(ops)
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -103,7 +105,7 @@ _HTTP_ONLY = (("host", "--host"), ("port", "--port"), ("path", "--path"), ("work
               ("allowed_host", "--allowed-host"), ("allowed_origin", "--allowed-origin"), ("auth_issuer", "--auth-issuer"),
               ("auth_audience", "--auth-audience"), ("auth_scope", "--auth-scope"),
               ("auth_introspect", "--auth-introspect"), ("auth_no_typ_check", "--auth-no-typ-check"),
-              ("public_url", "--public-url"))
+              ("public_url", "--public-url"), *_serve_ops.HTTP_ONLY)
 
 def main(argv: list[str]) -> int:
     p = parser()
@@ -162,7 +164,13 @@ def _serve_stdio(ns: argparse.Namespace) -> int:
     options: dict[str, Any] = {"out_fd": out_fd}
     if _accepts(run_stdio_server, "fast_exit"):
         options["fast_exit"] = True
-    run_stdio_server(server, **options)
+    from ..errors import LifespanError
+
+    try:
+        run_stdio_server(server, **options)
+    except LifespanError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 
@@ -220,7 +228,8 @@ def _serve_workers(ns: argparse.Namespace, options: dict[str, Any]) -> int:
     print(startup_line(server, where, auth), file=sys.stderr, flush=True)
     print(f"{PROG}: {ns.workers} worker(s) on {where}" + (" with Redis" if ns.redis else ""), file=sys.stderr, flush=True)
     try:
-        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, otel=ns.otel, rate_limits=ns.rate_limit, **options)
+        serve_workers(ns.spec, workers=ns.workers, redis_url=ns.redis, operating=_serve_ops.middleware_options(ns),
+                      **options, **_serve_ops.http_options(ns))
     except ImportError as exc:
         print(f"{PROG}: {missing_extra(exc, '--workers/--redis')}", file=sys.stderr)
         return 1
@@ -272,12 +281,18 @@ def _serve_http(ns: argparse.Namespace) -> int:
             options["allowed_hosts"] = ns.allowed_host
         if ns.allowed_origin:
             options["allowed_origins"] = ns.allowed_origin
+        options.update(_serve_ops.http_options(ns))
         print(startup_line(server, f"http://{_hostport(ns.host, ns.port)}{ns.path}", auth), file=sys.stderr, flush=True)
+        from ..errors import LifespanError
+
         try:
             run_http_server(server, **options)
         except ValueError as exc:  # a configuration the app refuses (said before serving anything)
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 2
+        except LifespanError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+            return 1
     except _Stop as stop:
         _stopped_line(stop.signum)
     except KeyboardInterrupt:
@@ -405,24 +420,29 @@ def _changed(before: dict[str, float], after: dict[str, float]) -> str:
 
 
 def _operate(server: Server, ns: argparse.Namespace, transport: str) -> bool:
-    """Telemetry (``--otel``, or OpenTelemetry set up around us); False after one line saying why not."""
-    from ..observability import setup
+    """Telemetry, request logs, rate limits and budgets (see :mod:`mcpkit._operating`); False
+    after one line saying why not. Workers install their own (on Redis): here they are only checked."""
+    from .._operating import operate
 
-    try:
-        setup(server, transport, force=ns.otel)
-    except ImportError as exc:
-        print(f"{PROG}: --otel: {exc}", file=sys.stderr)
-        return False
-    if ns.rate_limit:
-        from ..server.ratelimit import RateLimits
-
+    options = _serve_ops.middleware_options(ns)
+    if transport != "stdio" and (ns.redis or ns.workers != 1):
+        options["rate_limits"] = []  # each worker counts on Redis; the rules are checked here
         try:
-            limits = RateLimits(ns.rate_limit)
+            from ..server.ratelimit import RateLimits
+
+            if ns.rate_limit:
+                RateLimits(ns.rate_limit)
         except ValueError as exc:
             print(f"{PROG}: --rate-limit: {exc}", file=sys.stderr)
             return False
-        if transport == "stdio" or not (ns.redis or ns.workers != 1):  # workers install theirs, on Redis
-            limits.install(server)
+    try:
+        operate(server, transport, **options)
+    except ImportError as exc:
+        print(f"{PROG}: --otel: {exc}", file=sys.stderr)
+        return False
+    except ValueError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return False
     return True
 
 

@@ -18,9 +18,11 @@ _EXPORTS = {
     "Capabilities": "mcpkit.client._transport",
     "ClientTransport": "mcpkit.client._transport",
     "Response": "mcpkit.client._transport",
+    "OnNote": "mcpkit.client._transport",
     "Client": "mcpkit.client._client",
     "EraCache": "mcpkit.client._era",
     "Around": "mcpkit.client._hooks",
+    "ClientObserver": "mcpkit.client._hooks",
     "RequestObserver": "mcpkit.client._hooks",
     "request_observer": "mcpkit.client._hooks",
     "set_request_observer": "mcpkit.client._hooks",
@@ -44,8 +46,8 @@ __all__ = [
     "TaskHandle",
     "TransportClosed", "TransportError",
 ]
-# Around, RequestObserver, request_observer and set_request_observer (the hook on every
-# request a Client sends) are for mcpkit.observability, not in __all__.
+# Around, ClientObserver (RequestObserver), request_observer and set_request_observer (the
+# hook on what every Client sends and receives) are for mcpkit.observability, not in __all__.
 
 if TYPE_CHECKING:
     from ..errors import HttpStatusError as HttpStatusError
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from ._client import Client as Client
     from ._era import EraCache as EraCache
     from ._hooks import Around as Around
+    from ._hooks import ClientObserver as ClientObserver
     from ._hooks import RequestObserver as RequestObserver
     from ._hooks import request_observer as request_observer
     from ._hooks import set_request_observer as set_request_observer
@@ -71,6 +74,7 @@ if TYPE_CHECKING:
     from ._tasks import TaskHandle as TaskHandle
     from ._transport import Capabilities as Capabilities
     from ._transport import ClientTransport as ClientTransport
+    from ._transport import OnNote as OnNote
     from ._transport import Response as Response
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -42,9 +42,10 @@ from . import _hooks
 from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
-from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot, era_key
+from ._connect import make_transport
+from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
-from ._listen import LIST_NOTES, Hub, Notification
+from ._listen import LIST_NOTES, Hub, Notification, note_router
 from ._restart import Recoverer, Recovery
 from ._session import ChangeFeeds, Era, EraSession, Hello, ModernSession
 from ._signals import EraStale, ServerExited, ToolsStale
@@ -156,13 +157,15 @@ class Client(TypedApi, SkillsApi):
         self.auth = auth
         if auth is not None and (declared := auth.client_extensions()):
             self.capabilities["extensions"] = {**declared, **(self.capabilities.get("extensions") or {})}
-        self._slot = Slot(self._make_transport(
-            target, env=env, cwd=cwd, stderr=stderr, http_given=http_given,
-            transport=transport, http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
+        made, self._era_key = make_transport(
+            target, mode=self.mode, auth_headers=self._auth_headers if auth is not None else None, env=env, cwd=cwd,
+            stderr=stderr, http_given=http_given, transport=transport,
+            http_options={"headers": headers, "header_provider": header_provider, "http_client": http_client,
                           "verify": verify, **({} if max_response_bytes is None else
-                                               {"max_response_bytes": max_response_bytes})}))
+                                               {"max_response_bytes": max_response_bytes})})
+        self._slot = Slot(made)
         self.transport.on_notification = self._notify_cb
-        self.transport.on_request = self._input.serve  # the one place the server's requests are answered
+        self.transport.on_request = self._serve_request  # the one place the server's requests are answered
         self._started = False
         #: Recovery from a dead server or connection (``restart``; see :mod:`mcpkit.client._restart`).
         self._recoverer = Recoverer(Recovery.of(restart))
@@ -194,36 +197,6 @@ class Client(TypedApi, SkillsApi):
         """The server's ``initialize`` result (a legacy server only)."""
         return self._session.initialize_result if self._session is not None else None
 
-    def _make_transport(self, target: Any, *, env: dict[str, str] | None, cwd: str | None, stderr: Any,
-                        http_given: list[str], transport: str, http_options: dict[str, Any]) -> ClientTransport:
-        if not isinstance(target, (str, list, tuple)):
-            from ._memory import MemoryTransport, is_server
-
-            if is_server(target):
-                return MemoryTransport(target)
-        if isinstance(target, (list, tuple)) and len(target) == 1:
-            target = target[0]
-        if isinstance(target, str) and target.startswith(("http://", "https://")):
-            from ._http import HttpTransport
-            from ._sse_legacy import SseTransport, is_sse_url
-
-            self._era_key = era_key(target)
-            auth_headers = self._auth_headers if self.auth is not None else None
-            if transport == "sse" or (transport == "auto" and is_sse_url(target)):
-                if self.mode != "auto" and self.mode != "legacy":
-                    raise ValueError(f"mode={self.mode!r}: the HTTP+SSE transport carries only 2025-11-25 and earlier")
-                return SseTransport(target, auth_headers=auth_headers, **http_options)
-            return HttpTransport(target, auth_headers=auth_headers, sse_fallback=transport == "auto", **http_options)
-        if http_given:
-            raise TypeError(f"unexpected options for a stdio server: {', '.join(http_given)}")
-        argv = __import__("shlex").split(target) if isinstance(target, str) else list(target)  # (shlex: when used)
-        if not argv:
-            raise ValueError("empty command")
-        self._era_key = era_key(argv)
-        from ._stdio import StdioTransport
-
-        return StdioTransport(argv[0], argv[1:], env=env, cwd=cwd, stderr=stderr)
-
     # The input handlers (set at construction; the capabilities declared then stay).
     @property
     def elicitation(self) -> ElicitationHandler | None:
@@ -254,6 +227,12 @@ class Client(TypedApi, SkillsApi):
 
     def _notify_cb(self, method: str, params: dict[str, Any]) -> None:
         """Notifications that belong to no request (and every listen stream's changes)."""
+        if _hooks.observer is not None:  # telemetry: a SERVER span around handling it
+            _hooks.observer.received(self, method, params, lambda: self._on_note(method, params))
+        else:
+            self._on_note(method, params)
+
+    def _on_note(self, method: str, params: dict[str, Any]) -> None:
         if self.cache is not None and method in LIST_NOTES:
             self.cache.invalidate(method, params)
         self._hub.publish(method, params)  # legacy sessions: pushed changes feed listen()
@@ -265,28 +244,34 @@ class Client(TypedApi, SkillsApi):
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._close(exc[1])
 
     async def start(self) -> None:
         """Connect: start the transport and settle which era the server speaks."""
         if not self._started:
             self._started = True
+            if _hooks.observer is not None:  # telemetry: mcp.client.session.duration
+                _hooks.observer.opened(self)
             try:
                 await self.transport.start()
                 self._session = None  # negotiation speaks 2026-07-28 until it knows better
                 self._use(await self._negotiation().settle())
-            except BaseException:
-                self._started = False
-                await self.transport.close()
+            except BaseException as exc:
+                await self._close(exc)
                 raise
 
     async def close(self) -> None:
         """Close the transport (a stdio server is stopped, an HTTP session ended); nothing
         happens when it is not started. ``async with Client(...)`` calls it on the way out."""
+        await self._close(None)
+
+    async def _close(self, error: BaseException | None) -> None:
         if self._started:
             self._started = False
             await self.transport.close()
+            if _hooks.observer is not None:
+                _hooks.observer.closed(self, error)
 
     # ------------------------------------------------------------ the era
     def _negotiation(self) -> Negotiation:
@@ -339,7 +324,7 @@ class Client(TypedApi, SkillsApi):
     async def _request(self, method: str, params: dict[str, Any] | None, opts: _Options) -> dict[str, Any]:
         on_note = None
         if opts.progress is not None or opts.on_log is not None or opts.on_notification is not None:
-            on_note = _note_router(opts.progress, opts.on_log, opts.on_notification)
+            on_note = note_router(opts.progress, opts.on_log, opts.on_notification)
         token = self._new_token() if opts.progress is not None else None
         req = OutgoingRequest(method, params, on_note=on_note, progress_token=token, log_level=opts.log_level,
                               timeout=opts.timeout)
@@ -370,6 +355,12 @@ class Client(TypedApi, SkillsApi):
 
     async def _send_handling_input(self, req: OutgoingRequest) -> tuple[dict[str, Any], int]:
         """The final result, and how many input rounds it took."""
+        if _hooks.observer is None or req.method not in MRTR_METHODS:
+            return await self._send_rounds(req)
+        with _hooks.observer.rounds(self, req.method):  # telemetry: one span across the rounds
+            return await self._send_rounds(req)
+
+    async def _send_rounds(self, req: OutgoingRequest) -> tuple[dict[str, Any], int]:
         result = await self._send(req)
         rounds = 0
         original = req.params
@@ -533,10 +524,16 @@ class Client(TypedApi, SkillsApi):
             (self._session or _UNSETTLED).stamp(body, req.progress_token, req.log_level,
                                                 Hello(self.protocol_version, self.capabilities, self.client_info))
         rid = next(self._ids)
-        around = _hooks.observer(self, req.method, rid, body) if _hooks.observer is not None else None  # telemetry
+        around = None
+        on_note = req.on_note
+        if _hooks.observer is not None:  # telemetry: a CLIENT span; the request's notifications traced
+            around = _hooks.observer(self, req.method, rid, body)
+            on_note = on_note and _hooks.observer.listener(self, on_note)
         limit = req.timeout if req.timeout is not None else self.timeout
-        call = self.transport.request(rid, req.method, body, req.on_note, headers=req.headers) if req.headers else \
-            self.transport.request(rid, req.method, body, req.on_note)
+        if req.headers:
+            call = self.transport.request(rid, req.method, body, on_note, headers=req.headers)
+        else:
+            call = self.transport.request(rid, req.method, body, on_note)
         try:
             if around is not None:  # mcpkit.observability: a CLIENT span around the exchange, time limit included
                 resp: Response | codec.Response = await around(call if limit == _INF else asyncio.wait_for(call, limit))
@@ -553,7 +550,15 @@ class Client(TypedApi, SkillsApi):
         headers = None
         if self.auth is not None:
             headers = (await first_step(self.auth, OutgoingRequest(method, params))).headers or None
+        if _hooks.observer is not None:  # telemetry: a CLIENT span, its context in params._meta
+            return await _hooks.observer.notify(self, method, params or {},
+                                                lambda body: self.transport.notify(method, body, headers=headers))
         await self.transport.notify(method, params, headers=headers)
+
+    async def _serve_request(self, method: str, params: dict[str, Any]) -> Any:
+        if _hooks.observer is not None:  # telemetry: a SERVER span
+            return await _hooks.observer.serve(self, method, params, self._input.serve)
+        return await self._input.serve(method, params)
 
     # ------------------------------------------------------------ subscriptions
     async def listen(
@@ -585,14 +590,3 @@ class Client(TypedApi, SkillsApi):
     def _acknowledge(self, notifications: dict[str, Any]) -> None:
         self.acknowledged = notifications
 
-
-def _note_router(progress: ProgressCallback | None, on_log: LogCallback | None, other: OnNote | None) -> OnNote:
-    def route(method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/progress" and progress is not None:
-            progress(params.get("progress"), params.get("total"), params.get("message"))  # type: ignore[arg-type]
-        elif method == "notifications/message" and on_log is not None:
-            on_log(params)
-        elif other is not None:
-            other(method, params)
-
-    return route

@@ -293,8 +293,12 @@ class Negotiation:
 
 
 def legacy_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
-    """Our capabilities as a 2025-11-25 ``initialize`` declares them."""
-    out = {k: v for k, v in caps.items() if k in ("experimental", "sampling", "elicitation", "roots")}
+    """Our capabilities as a 2025-11-25 ``initialize`` declares them.
+
+    ``extensions`` goes too: a 2025-11-25 client declares an extension (MCP Apps, skills...)
+    in ``capabilities.extensions`` of ``initialize``, and the session keeps it.
+    """
+    out = {k: v for k, v in caps.items() if k in ("experimental", "sampling", "elicitation", "roots", "extensions")}
     if "roots" in out:
         out["roots"] = {"listChanged": False}
     return out

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ._transport import OnNote
+
+if TYPE_CHECKING:
+    from ._api import LogCallback, ProgressCallback
 
 #: The change notifications (they also invalidate the response cache).
 LIST_NOTES = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
@@ -135,3 +138,15 @@ async def legacy_stream(hub: Hub, request: Callable[[str, dict[str, Any]], Await
                 await request("resources/unsubscribe", {"uri": uri})
             except Exception:
                 pass
+
+
+def note_router(progress: ProgressCallback | None, on_log: LogCallback | None, other: OnNote | None) -> OnNote:
+    def route(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/progress" and progress is not None:
+            progress(params.get("progress"), params.get("total"), params.get("message"))  # type: ignore[arg-type]
+        elif method == "notifications/message" and on_log is not None:
+            on_log(params)
+        elif other is not None:
+            other(method, params)
+
+    return route

@@ -29,6 +29,19 @@ class MemoryTransport(ClientTransport):
 
     def __init__(self, server: Server) -> None:
         self.server = server
+        self._running: Any = None
+
+    async def start(self) -> None:
+        """Enter the server's lifespan (shared with any other client or transport serving it)."""
+        if self.server.lifespan is not None and self._running is None:
+            running = self.server.running()
+            await running.__aenter__()
+            self._running = running
+
+    async def close(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            await running.__aexit__(None, None, None)
 
     async def request(self, id: codec.RequestId, method: str, params: dict[str, Any], on_note: OnNote | None,
                       *, headers: Mapping[str, str] | None = None) -> Response:

@@ -146,8 +146,24 @@ class LoadedSkill:
         return (await self.read(path_or_uri)).decode("utf-8")
 
 
+def _hinted(raw: Any) -> Any:
+    """A result without cache hints (a 2025-11-25 session carries none): stale at once, never shared."""
+    if isinstance(raw, dict) and ("ttlMs" not in raw or "cacheScope" not in raw):
+        return {"ttlMs": 0, "cacheScope": "private", **raw}
+    return raw
+
+
+def _matches(data: bytes, want: S.SkillResource) -> bool:
+    return len(data) == want.size and S.digest(data) == want.digest
+
+
 async def _verified(client: Any, want: S.SkillResource) -> bytes:
+    """The file's bytes, verified against the entry. A cached copy that does not match (the
+    skill changed since it was read) is not an error: it is fetched again, and only what the
+    server answers then is judged, as the extension says of a host's cache."""
     data = _bytes_of(await client.read_resource(want.uri, cache="use"), want.uri)
+    if not _matches(data, want):
+        data = _bytes_of(await client.read_resource(want.uri, cache="refresh"), want.uri)
     if len(data) != want.size:
         raise SkillVerificationError(f"{want.uri}: {len(data)} bytes where the entry says {want.size}: "
                                      "not used (tampered with or stale)")
@@ -187,7 +203,7 @@ async def list_skills(client: Any) -> list[S.Skill]:
     while True:
         raw = await api.request("skills/list", {"cursor": cursor} if cursor else {})
         try:
-            page = msgspec.convert(raw, S.ListSkillsResult)
+            page = msgspec.convert(_hinted(raw), S.ListSkillsResult)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"skills/list: malformed result: {exc}") from None
         out.extend(page.skills)
@@ -209,7 +225,7 @@ async def get_skill_entry(client: Any, uri: str) -> S.Skill:
     api: Any = client
     raw = await api.request("skills/get", {"uri": uri})
     try:
-        entry = msgspec.convert(raw, S.GetSkillResult).skill
+        entry = msgspec.convert(_hinted(raw), S.GetSkillResult).skill
     except msgspec.ValidationError as exc:
         raise ProtocolError(f"skills/get: malformed result: {exc}") from None
     if entry.uri != uri:

@@ -19,7 +19,8 @@ An extension is a subclass of :class:`Extension` with an ``id`` (``prefix/name``
 Whether the client of one request declared the extension is ``ext.declared(ctx)`` (its
 ``clientCapabilities.extensions``: in ``_meta`` on 2026-07-28 requests, from ``initialize``
 on legacy sessions). The built-in ones are :class:`mcpkit.extensions.tasks.Tasks`,
-:class:`mcpkit.extensions.skills.Skills` and :class:`mcpkit.extensions.apps.Apps`.
+:class:`mcpkit.extensions.skills.Skills`, :class:`mcpkit.extensions.apps.Apps` and
+:class:`mcpkit.extensions.cards.ServerCard` (experimental: it tracks a Draft).
 
 Importing this package loads no extension: each lives in its own module.
 """
@@ -33,10 +34,11 @@ from .._lazy import lazy_exports as _lazy_exports
 if TYPE_CHECKING:
     from ..server import Context, Server, ToolDef
     from .apps import Apps as Apps
+    from .cards import ServerCard as ServerCard
     from .skills import Skills as Skills
     from .tasks import Tasks as Tasks
 
-__all__ = ["Apps", "Extension", "Skills", "Tasks"]
+__all__ = ["Apps", "Extension", "ServerCard", "Skills", "Tasks"]
 
 H = TypeVar("H")
 
@@ -50,6 +52,9 @@ class Extension(Generic[H]):
 
     #: The extension identifier: a reverse-DNS prefix, a slash, a name.
     id: ClassVar[str] = ""
+    #: Whether ``server.use`` advertises ``capabilities.extensions[id]``; False for an extension
+    #: that puts nothing on the MCP wire (server cards: plain HTTP documents).
+    advertised: ClassVar[bool] = True
 
     @property
     def capability(self) -> str:
@@ -84,6 +89,7 @@ class Extension(Generic[H]):
 
 
 # The built-in extensions load on first use: `import mcpkit.extensions` imports none of them.
-_EXPORTS = {"Apps": "mcpkit.extensions.apps", "Skills": "mcpkit.extensions.skills", "Tasks": "mcpkit.extensions.tasks"}
+_EXPORTS = {"Apps": "mcpkit.extensions.apps", "ServerCard": "mcpkit.extensions.cards",
+            "Skills": "mcpkit.extensions.skills", "Tasks": "mcpkit.extensions.tasks"}
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

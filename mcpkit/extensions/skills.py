@@ -275,35 +275,81 @@ class Skills(Extension[None]):
         raise TypeError(f"a skill is a directory, a SkillDef or a mapping of files, not {type(skill).__name__}")
 
     def add(self, skill: str | os.PathLike[str] | SkillDef | Mapping[str, str | bytes], *, prefix: str = "",
-            include_hidden: bool = False) -> SkillDef:
-        """Serve one more skill (a directory, a :class:`SkillDef` or a mapping of files) and return it."""
+            include_hidden: bool = False, replace: bool = False) -> SkillDef:
+        """Serve one more skill (a directory, a :class:`SkillDef` or a mapping of files) and return it.
+
+        At any time, also while serving: the new files are resources at once, and clients are
+        told (one ``notifications/resources/list_changed``). ``replace=True`` swaps a skill
+        already served at the same URI for this one (else ValueError); its files whose content
+        changed, or that are gone, get ``notifications/resources/updated``.
+        """
         sdef = self._build(skill, prefix, include_hidden)
-        if self._server is None:
+        server = self._server
+        if server is None:
+            if any(p.uri == sdef.uri for p in self._pending):
+                if not replace:
+                    raise ValueError(f"a skill is already served at {sdef.uri}")
+                self._pending = [p for p in self._pending if p.uri != sdef.uri]
             self._pending.append(sdef)
-        else:
-            self._serve(self._server, sdef)
+            return sdef
+        old = self._skills.get(sdef.uri)
+        if old is not None and not replace:
+            raise ValueError(f"a skill is already served at {sdef.uri}")
+        self._check(server, sdef, old)
+        with server.batch_changes():
+            if old is not None:
+                self._drop(server, old)
+            self._register(server, sdef)
+            if old is not None:
+                for uri, f in old.files.items():
+                    new = sdef.files.get(uri)
+                    if new is None or new.data != f.data:
+                        server.notify_resource_updated(uri)
         return sdef
 
     def remove(self, uri: str) -> None:
-        """Stop serving the skill whose SKILL.md is at ``uri`` (KeyError if none)."""
-        sdef = self._skills.pop(uri)
+        """Stop serving the skill whose SKILL.md is at ``uri`` (KeyError if none); clients are
+        told (``notifications/resources/list_changed``, and ``updated`` for each file)."""
+        server = self._server
+        if server is None:
+            if not any(p.uri == uri for p in self._pending):
+                raise KeyError(uri)
+            self._pending = [p for p in self._pending if p.uri != uri]
+            return
+        sdef = self._skills[uri]
+        with server.batch_changes():
+            gone = self._drop(server, sdef)
+            for file_uri in gone:
+                server.notify_resource_updated(file_uri)
+
+    def _drop(self, server: Server, sdef: SkillDef) -> list[str]:
+        """Unregister ``sdef`` (its files no other skill serves); the file URIs removed."""
+        del self._skills[sdef.uri]
         still = {u for s in self._skills.values() for u in s.files}
-        for file_uri in sdef.files:
-            if file_uri not in still:
-                self._files.pop(file_uri, None)
-                if self._server is not None:
-                    self._server.remove_resource(file_uri)
+        gone = [u for u in sdef.files if u not in still]
+        for file_uri in gone:
+            self._files.pop(file_uri, None)
+            server.remove_resource(file_uri)
         self._index()
+        return gone
+
+    def _check(self, server: Server, sdef: SkillDef, replacing: SkillDef | None = None) -> None:
+        others = {u: f for s in self._skills.values() if s is not replacing for u, f in s.files.items()}
+        for uri, f in sdef.files.items():
+            mine = others.get(uri)
+            if mine is not None and mine.data != f.data:
+                raise ValueError(f"{uri} is already served by another skill with other content")
+            if mine is None and uri not in self._files and (uri in server.resources or sdef.root in server.resources):
+                raise ValueError(f"{uri} is already a resource of this server")
 
     def _serve(self, server: Server, sdef: SkillDef) -> None:
         if sdef.uri in self._skills:
             raise ValueError(f"a skill is already served at {sdef.uri}")
-        for uri, f in sdef.files.items():
-            mine = self._files.get(uri)
-            if mine is not None and mine.data != f.data:
-                raise ValueError(f"{uri} is already served by another skill with other content")
-            if mine is None and (uri in server.resources or sdef.root in server.resources):
-                raise ValueError(f"{uri} is already a resource of this server")
+        self._check(server, sdef)
+        with server.batch_changes():
+            self._register(server, sdef)
+
+    def _register(self, server: Server, sdef: SkillDef) -> None:
         for uri, f in sdef.files.items():
             if uri in self._files:
                 continue

@@ -26,8 +26,12 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..client.apps import AppBridge, tool_ui
+
 if TYPE_CHECKING:
     from ._app import Inspector
+
+__all__ = ["AppFrames", "allow_attribute", "content_security_policy", "tool_ui"]
 
 APP_MIME_TYPE = "text/html;profile=mcp-app"
 FRAME_TTL = 60.0
@@ -83,14 +87,6 @@ def allow_attribute(permissions: Any) -> str:
     return "; ".join(PERMISSION_FEATURES[k] for k in PERMISSION_FEATURES if k in permissions)
 
 
-def tool_ui(tool: dict[str, Any]) -> dict[str, Any]:
-    meta = tool.get("_meta") or {}
-    ui: dict[str, Any] = meta["ui"] if isinstance(meta.get("ui"), dict) else {}
-    uri = ui.get("resourceUri") or meta.get("ui/resourceUri")
-    visibility = ui.get("visibility") if isinstance(ui.get("visibility"), list) else ["model", "app"]
-    return {"resourceUri": uri if isinstance(uri, str) else None, "visibility": visibility}
-
-
 class AppFrames:
     """The apps the page opened: documents waiting for their frame, and the tools they may call."""
 
@@ -98,6 +94,7 @@ class AppFrames:
         self.inspector = inspector
         self._frames: dict[str, tuple[float, bytes, str]] = {}  # id -> (deadline, html, policy)
         self._open: dict[str, str] = {}  # frame id -> ui:// URI (for the history)
+        self._bridges: dict[str, AppBridge] = {}  # frame id -> the bridge relaying its calls
 
     def take(self, frame_id: str) -> tuple[bytes, str] | None:
         """The document and policy of a frame, once."""
@@ -142,7 +139,8 @@ class AppFrames:
                 "allow": allow_attribute(ui.get("permissions")), "prefersBorder": ui.get("prefersBorder")}
 
     async def call(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``tools/call`` from an app, relayed: only to a tool whose visibility includes ``app``."""
+        """``tools/call`` from an app, relayed by the frame's :class:`~mcpkit.client.apps.AppBridge`:
+        only to a tool whose visibility includes ``app`` (403 otherwise, in the history)."""
         from ._app import ApiError
 
         frame_id, name, arguments = body.get("frameId"), body.get("name"), body.get("arguments") or {}
@@ -150,16 +148,34 @@ class AppFrames:
             raise ApiError(404, "no such app frame")
         if not isinstance(name, str) or not name or not isinstance(arguments, dict):
             raise ApiError(400, "give the tool's name and its arguments (an object)")
-        client = self.inspector.client_or_fail()
-        tools = {t.name: t for t in await client.list_tools()}
-        tool = tools.get(name)
-        import msgspec
+        bridge = self._bridges.get(frame_id)
+        if bridge is None:
+            bridge = self._bridges[frame_id] = _InspectorBridge(self.inspector, self._open[frame_id])
+        bridge.client = self.inspector.client_or_fail()  # the current connection (the page may reconnect)
+        replies = await bridge.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                       "params": {"name": name, "arguments": arguments}})
+        reply = replies[0]
+        if "error" in reply:
+            err = reply["error"]
+            raise ApiError(403 if err["code"] == -32602 else 502, err["message"])
+        return {"result": reply["result"]}
 
-        if tool is None or "app" not in tool_ui(msgspec.to_builtins(tool))["visibility"]:
-            self.inspector.record_refusal("tools/call", {"name": name, "arguments": arguments}, "app",
-                                          f"the tool {name!r} is not callable by apps")
-            raise ApiError(403, f"the tool {name!r} is not callable by apps (its visibility lacks 'app')")
-        result = await self.inspector.timed("tools/call", {"name": name, "arguments": arguments},
-                                            lambda: client.call_tool(name, arguments, cache="bypass"), source="app",
-                                            app=self._open[frame_id])
-        return {"result": result}
+
+class _InspectorBridge(AppBridge):
+    """An app frame's bridge: each relayed call is timed and in the history, ``"from": "app"``."""
+
+    def __init__(self, inspector: Inspector, uri: str) -> None:
+        super().__init__(inspector.client_or_fail(), {"name": "(app)"}, host_info={"name": "mcpkit inspect",
+                                                                                   "version": "1"})
+        self.inspector = inspector
+        self.uri = uri
+
+    async def call_server_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        client = self.client
+        out: dict[str, Any] = await self.inspector.timed(
+            "tools/call", {"name": name, "arguments": arguments},
+            lambda: client.call_tool(name, arguments, cache="bypass"), source="app", app=self.uri)
+        return out
+
+    def refused(self, method: str, params: dict[str, Any], reason: str) -> None:
+        self.inspector.record_refusal(method, params, "app", reason)

@@ -4,7 +4,11 @@ Server side, a SERVER span per request (``tools/call add``...) covering the hand
 ``mcp.server.operation.duration`` histogram; client side, a CLIENT span per request and
 ``mcp.client.operation.duration``; trace context travels in ``params._meta``
 (``traceparent``, ``tracestate``, ``baggage``), so a client's span is the parent of the
-server's, over any transport.
+server's, over any transport. Notifications get spans on both ends (CLIENT where sent,
+SERVER where received), so do a legacy session's own methods and its requests to the
+client; ``mcp.server.session.duration`` covers a legacy session, ``mcp.client.session.duration``
+a Client's connection (both eras); an MRTR call is one CLIENT span across its rounds, and a
+task's follow-ups join the trace of the call that created it (see docs/operating.md).
 
 It needs ``opentelemetry-api`` (``pip install 'mcpkit[otel]'``) and an SDK set up the usual
 way (your own ``TracerProvider``/``MeterProvider``, or ``opentelemetry-instrument`` with the
@@ -51,6 +55,7 @@ def instrument_server(server: Server, *, transport: str | None = None, capture_c
     telemetry = ServerTelemetry(transport=transport, capture_content=capture_content,
                                 tracer_provider=tracer_provider, meter_provider=meter_provider)
     server.add_middleware(telemetry)
+    server.session_observer = telemetry  # legacy sessions: their own methods, notifications, duration
     _servers[server] = telemetry
     return True
 

@@ -74,11 +74,37 @@ def target_attributes(method: str, name: Any, uri: Any) -> tuple[str, dict[str, 
     return span_name, attrs
 
 
+#: The legacy session's own methods, answered by the session rather than by a handler.
+SESSION_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+#: The requests that follow up a task (their spans join the trace of the call that created it).
+TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
+
+
+def is_error_code(code: Any, *, server: bool) -> bool:
+    """Whether a JSON-RPC error code classifies as an error. On the client every code does;
+    on the server only ``-32603`` and the ``-32000``..``-32099`` server errors do: the others
+    (parse error, invalid request or params, method not found, and ``-32002`` resource not
+    found) say the caller sent something the server could not serve."""
+    if not server:
+        return True
+    return isinstance(code, int) and (code == -32603 or (-32099 <= code <= -32000 and code != -32002))
+
+
 def request_id(rid: Any) -> str | None:
     """``jsonrpc.request.id``: the id as a string; none for a notification or a null id."""
     if rid is None or isinstance(rid, bool):
         return None
     return str(rid)
+
+
+#: The attributes of the two session-duration metrics.
+SESSION_KEYS = frozenset({ERROR_TYPE, PROTOCOL_VERSION, NETWORK_TRANSPORT, NETWORK_PROTOCOL_NAME, SERVER_ADDRESS,
+                          SERVER_PORT})
+
+
+def session_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in attrs.items() if k in SESSION_KEYS}
 
 
 def metric_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:

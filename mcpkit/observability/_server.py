@@ -3,30 +3,42 @@
 Installed through the server's public middleware hook (``Server.add_middleware``), so the
 span covers the handler and every wrapper inside it, in both eras. The parent is the trace
 context the client put in ``params._meta`` (``traceparent``/``tracestate``/``baggage``);
-the ambient context (e.g. an HTTP server span from ASGI instrumentation) is linked.
+the ambient context (e.g. an HTTP server span from ASGI instrumentation) is linked. The
+notifications a handler sends (progress, log messages, listen streams' changes) get CLIENT
+spans, children of the request's span, their context in their own ``params._meta``.
+
+An MRTR round that ends ``input_required`` is not an error: its span says so with an
+``mcp.input_required`` event; the retry is another request, whose span is another child of
+the client's one span for the whole call (its ``_meta`` carries that span's context).
+
+Legacy sessions (``Server.session_observer``, see :mod:`._session`) add the session's own
+methods, the notifications in both directions, the server's requests to the client and
+``mcp.server.session.duration``.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context, propagate, trace
-from opentelemetry.metrics import MeterProvider, get_meter
-from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import Status, StatusCode, TracerProvider
 
-from .._version import __version__
-from ..errors import MCPError
+from ..protocol import codec
 from ..protocol import types as t
+from ..protocol.meta import PROTOCOL_VERSION as PROTOCOL_VERSION_KEY
 from ..protocol.types import request_target
 from ..server import Context, Handler, InputRequired
 from . import _conv as C
+from ._spans import Instruments, Measured, perf
 
-_perf = time.perf_counter
+if TYPE_CHECKING:
+    from ._session import SessionTelemetry
 
 
 class ServerTelemetry:
-    """The middleware (``await telemetry(ctx, params, call_next)``) and its instruments."""
+    """The middleware (``await telemetry(ctx, params, call_next)``) and its instruments; also
+    the server's ``session_observer`` (``telemetry.session(legacy_session)``)."""
 
     def __init__(self, *, transport: str | None = None, capture_content: bool = False,
                  tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None) -> None:
@@ -34,16 +46,35 @@ class ServerTelemetry:
         self.transport = C.TRANSPORTS.get(transport or "", transport)
         #: Record ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` (they may hold secrets).
         self.capture_content = capture_content
-        self.tracer = trace.get_tracer(C.SCOPE, __version__, tracer_provider)
-        meter = get_meter(C.SCOPE, __version__, meter_provider)
-        self.duration = meter.create_histogram(
-            C.SERVER_OPERATION_DURATION, unit="s",
-            description="The duration of the MCP request or notification as observed on the receiver from the "
-                        "time it was received until the result or ack is sent.",
-            explicit_bucket_boundaries_advisory=C.DURATION_BUCKETS)
+        self.instruments = Instruments(tracer_provider, meter_provider)
+        self.tracer = self.instruments.tracer
+        self.duration = self.instruments.server_operation
+        #: The attributes every span of this server carries (the transport's).
+        self.network: dict[str, Any] = {}
+        if self.transport is not None:
+            self.network[C.NETWORK_TRANSPORT] = self.transport
+            if self.transport == "tcp":
+                self.network[C.NETWORK_PROTOCOL_NAME] = "http"
+
+    def session(self, session: Any, resumed: bool = False) -> SessionTelemetry:
+        """The observer of one legacy session (called when the session is made)."""
+        from ._session import SessionTelemetry
+
+        return SessionTelemetry(self, session, resumed)
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """A notification outside any legacy session (stdio ``notifications/cancelled``, or one
+        POSTed to a stateless endpoint): a SERVER span around handling it."""
+        params = codec.params_dict(note.params)
+        attrs = dict(self.network)
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+        if isinstance(version, str):
+            attrs[C.PROTOCOL_VERSION] = version
+        self.instruments.handle_note(note.method, params, attrs, handle)
 
     async def __call__(self, ctx: Context, params: Any, call_next: Handler) -> Any:
-        start = _perf()
+        start = perf()
         method = ctx.method
         span_name, attrs = C.target_attributes(method, *request_target(params))
         rid = C.request_id(ctx.request_id)
@@ -52,58 +83,38 @@ class ServerTelemetry:
         version = ctx.protocol_version
         if version:
             attrs[C.PROTOCOL_VERSION] = version
-        if self.transport is not None:
-            attrs[C.NETWORK_TRANSPORT] = self.transport
-            if self.transport == "tcp":
-                attrs[C.NETWORK_PROTOCOL_NAME] = "http"
-        meta = ctx.meta
-        parent: context.Context | None = None
-        links = None
-        if any(k in meta for k in C.PROPAGATION_KEYS):
-            parent = propagate.extract(meta)
-            ambient = trace.get_current_span().get_span_context()
-            if ambient.is_valid:
-                links = [trace.Link(ambient)]
+        attrs.update(self.network)
         if self.capture_content and method == "tools/call":
             attrs[C.TOOL_ARGUMENTS] = C.to_json(params.arguments if isinstance(params, t.CallToolParams) else None)
-        span = self.tracer.start_span(span_name, parent, SpanKind.SERVER, attrs, links)
+        span, inside = self.instruments.receiving(span_name, attrs, ctx.meta)
         # The handler runs in the span (and with the client's baggage, which the extracted context holds).
-        token = context.attach(trace.set_span_in_context(span, parent))
-        error: str | None = None
-        try:
-            result = await call_next(ctx, params)
-        except InputRequired:
-            raise  # an MRTR round unwinding: the era answers input_required; not an error
-        except MCPError as exc:
-            error = attrs[C.STATUS_CODE] = str(exc.code)
-            span.set_attribute(C.STATUS_CODE, error)
-            span.set_status(Status(StatusCode.ERROR, exc.message))
-            raise
-        except Exception as exc:  # dispatch answers -32603
-            error = type(exc).__qualname__
-            attrs[C.STATUS_CODE] = "-32603"
-            span.set_attribute(C.STATUS_CODE, "-32603")
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"Internal error while handling {method}"))
-            raise
-        except BaseException:  # cancelled (the client went away, or notifications/cancelled)
-            error = "cancelled"
-            span.set_status(Status(StatusCode.ERROR, "cancelled"))
-            raise
-        else:
+        with Measured(self.instruments, span, attrs, self.duration, server=True, inside=inside, start=start,
+                      internal=f"Internal error while handling {method}", quiet=(InputRequired,)) as m:
+            ctx.emitter = self._emitter(ctx.emitter, version)
+            try:
+                result = await call_next(ctx, params)
+            except InputRequired as need:
+                # An MRTR round unwinding: the era answers input_required; not an error.
+                span.add_event("mcp.input_required", {"mcp.input_request.keys": sorted(need.requests)})
+                raise
             if isinstance(result, t.CallToolResult) and result.isError is True:
-                error = C.TOOL_ERROR
+                m.error = C.TOOL_ERROR
                 span.set_status(Status(StatusCode.ERROR, _first_text(result)))
             elif self.capture_content and method == "tools/call":
                 span.set_attribute(C.TOOL_RESULT, C.to_json(result))
             return result
-        finally:
-            if error is not None:
-                attrs[C.ERROR_TYPE] = error
-                span.set_attribute(C.ERROR_TYPE, error)
-            context.detach(token)
-            span.end()
-            self.duration.record(_perf() - start, C.metric_attributes(attrs))
+
+    def _emitter(self, inner: Callable[[str, dict[str, Any]], Awaitable[None]],
+                 version: str | None) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+        base = dict(self.network)
+        if version:
+            base[C.PROTOCOL_VERSION] = version
+        send_note = self.instruments.send_note
+
+        async def emit(method: str, params: dict[str, Any]) -> None:
+            await send_note(method, params, base, lambda body: inner(method, body))
+
+        return emit
 
 
 def _first_text(result: Any) -> str:

@@ -19,6 +19,8 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: mcpkit's code for a request over its rate limit (``data.retryAfter``: seconds); HTTP answers it 429.
 RATE_LIMITED = -32029
+#: mcpkit's code for a tool call over its budget (``data.limit``: ``maxSeconds`` or ``maxBodyBytes``).
+BUDGET_EXCEEDED = -32030
 #: Legacy (2025-11-25 and earlier) "resource not found"; never emitted to modern clients.
 LEGACY_RESOURCE_NOT_FOUND = -32002
 
@@ -124,6 +126,15 @@ def unsupported_version(requested: str, supported: list[str] | tuple[str, ...]) 
         f"Unsupported protocol version {requested!r}; supported: {', '.join(supported)}",
         {"supported": list(supported), "requested": requested},
     )
+
+
+def initialize_refused(params: Any, supported: list[str] | tuple[str, ...]) -> MCPError:
+    """The answer of a 2026-07-28-only server to ``initialize`` (``params``: its raw params)."""
+    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+    exc = unsupported_version(str(requested or "unknown"), supported)
+    exc.message = (f"This server speaks only stateless MCP ({', '.join(supported)}): "
+                   "there is no initialize handshake; send server/discover with params._meta")
+    return exc
 
 
 def missing_capability(required: dict[str, Any]) -> MCPError:

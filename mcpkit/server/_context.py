@@ -54,14 +54,16 @@ class Context:
             and tasks are bound to it).
         auth: The OAuth caller (``mcpkit.auth.server.Principal``: subject, client_id, scopes,
             claims) when the server is protected; None otherwise (and on stdio).
+        peer: The caller's network address over HTTP (the socket's peer, or the client a
+            trusted proxy names: ``trusted_proxies``); None on stdio and in memory.
     """
 
     # Slots: one Context is made per request, so it stays small and quick to build.
     __slots__ = ("server", "request_id", "method", "meta", "_m", "emitter", "_last_progress", "input_channel",
-                 "_counters", "state", "principal", "auth", "_ext", "progress_sink")
+                 "_counters", "state", "principal", "auth", "_ext", "progress_sink", "peer")
 
     def __init__(self, server: Server, request_id: Any, method: str, meta: dict[str, Any], m: RequestMeta,
-                 emit: Emit | None = None) -> None:
+                 emit: Emit | None = None, peer: str | None = None) -> None:
         self.server = server
         self.request_id = request_id
         self.method = method
@@ -85,6 +87,13 @@ class Context:
         #: When set (by an extension), ``report_progress`` hands its arguments here instead of
         #: sending ``notifications/progress`` (a task turns progress messages into its status).
         self.progress_sink: ProgressSink | None = None
+        #: The caller's network address (HTTP), or None (stdio, in memory).
+        self.peer = peer
+
+    @property
+    def lifespan(self) -> Any:
+        """What the server's ``lifespan`` yielded (a pool, clients...), while it runs; else None."""
+        return self.server.lifespan_state
 
     @property
     def extensions(self) -> dict[str, Any]:

@@ -112,18 +112,19 @@ def serve(server: Server, chains: dict[str, Handler], era: Era, req: codec.Reque
     except errors.MCPError as exc:
         return _rejected(req.id, exc)
     if principal is None:
-        return dispatch(server, chains, req, checked, envelope.emit, None, era)
+        return dispatch(server, chains, req, checked, envelope.emit, None, era, None, envelope.peer)
     if checked.scopes and not principal.allows(checked.scopes):
         raise errors.InsufficientScope(checked.scopes)
-    return dispatch(server, chains, req, checked, envelope.emit, principal.key, era, principal)
+    return dispatch(server, chains, req, checked, envelope.emit, principal.key, era, principal, envelope.peer)
 
 
 async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Request, checked: inbound.Checked,
-                   emit: Emit | None, principal: str | None, era: Era, auth: Any = None) -> Reply:
+                   emit: Emit | None, principal: str | None, era: Era, auth: Any = None,
+                   peer: str | None = None) -> Reply:
     """Answer a request that passed the inbound ladder. Never raises except for cancellation."""
     method = req.method
     params = checked.params
-    ctx = Context(server, req.id, method, params.meta, checked.meta, emit)
+    ctx = Context(server, req.id, method, params.meta, checked.meta, emit, peer)
     ctx.principal = principal
     if auth is not None:
         ctx.auth = auth

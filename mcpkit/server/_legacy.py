@@ -14,7 +14,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -36,6 +36,35 @@ log = logging.getLogger("mcpkit.server")
 
 #: Sends one raw JSON-RPC message (bytes) to the client.
 SendRaw = Callable[[bytes], Awaitable[None]]
+
+#: The legacy session's own methods (answered here, not by a handler).
+SESSION_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+
+class SessionObserver(Protocol):
+    """Watches one session (:mod:`mcpkit.observability` gives one to each when tracing is on)."""
+
+    def handled(self, req: codec.Request, answer: Awaitable[Reply]) -> Awaitable[Reply]: ...
+
+    def received(self, note: codec.Notification, handle: Callable[[], None]) -> None: ...
+
+    def asked(self, request_id: Any, method: str, params: dict[str, Any],
+              send: Callable[[dict[str, Any]], Awaitable[Any]]) -> Awaitable[Any]: ...
+
+    def pushed(self, method: str, params: dict[str, Any] | None,
+               send: Callable[[dict[str, Any]], Awaitable[None]]) -> Awaitable[None]: ...
+
+    def closed(self) -> None: ...
+
+
+class SessionObservers(Protocol):
+    """``Server.session_observer``: makes the observer of each new session."""
+
+    def session(self, session: LegacySession, resumed: bool = False) -> SessionObserver: ...
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """A notification outside any legacy session (a 2026-07-28 client's), handled by ``handle()``."""
+        ...
 
 
 class ClientRequests:
@@ -85,6 +114,11 @@ class LegacySession:
         #: The OAuth caller the session is bound to (set by the transport): resource updates
         #: of resources it may not read are not forwarded.
         self.auth: Any = None
+        #: The address that opened the session over HTTP (set by the transport): ``ctx.peer``.
+        self.address: str | None = None
+        observers = server.session_observer
+        #: Telemetry's view of this session (None: tracing is off).
+        self.observer = observers.session(self, state is not None) if observers is not None else None
         if state is not None:
             self.apply_state(state)
             if self.version is not None:
@@ -94,7 +128,8 @@ class LegacySession:
     def export_state(self) -> dict[str, Any]:
         """What this session keeps between requests, as plain data (a shared store keeps it)."""
         return {"version": self.version, "capabilities": self.client_capabilities, "clientInfo": self.client_info,
-                "initialized": self.initialized, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions)}
+                "initialized": self.initialized, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions),
+                "address": self.address}
 
     def apply_state(self, state: dict[str, Any]) -> None:
         """Take on the state of this session as another worker left it."""
@@ -104,6 +139,8 @@ class LegacySession:
         self.initialized = bool(state.get("initialized"))
         self.log_level = state.get("logLevel")
         self.subscriptions = set(state.get("subscriptions") or ())
+        address = state.get("address")
+        self.address = address if isinstance(address, str) else None
 
     # ------------------------------------------------------------ inbound
     #: Checks an ``initialize`` before any session exists for it.
@@ -115,6 +152,8 @@ class LegacySession:
         if auth is not None:
             self.auth = auth
         try:
+            if self.observer is not None and req.method in SESSION_METHODS:  # telemetry: no handler answers these
+                return await self.observer.handled(req, self._handle(req, emit_raw, auth))
             return await self._handle(req, emit_raw, auth)
         except errors.MCPError as exc:
             return Reply(codec.encode_error(req.id, exc), exc.code)
@@ -165,8 +204,8 @@ class LegacySession:
         era = LegacyEra(ClientRequests(self, emit_raw))
         if auth is not None:
             return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era, principal=auth.key,
-                                              auth=auth)
-        return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era)
+                                              auth=auth, peer=self.address)
+        return await self.server.dispatch(req, checked, self._emitter(emit_raw), era=era, peer=self.address)
 
     def _initialize(self, rid: Any, params: Any) -> Reply:
         if self.version is not None:
@@ -189,6 +228,12 @@ class LegacySession:
         return Reply(codec.encode_result(rid, result), None)
 
     def handle_notification(self, note: codec.Notification) -> None:
+        if self.observer is not None:  # telemetry: a SERVER span around handling it
+            self.observer.received(note, lambda: self._notification(note))
+        else:
+            self._notification(note)
+
+    def _notification(self, note: codec.Notification) -> None:
         if note.method == "notifications/initialized":
             self.initialized = True
         elif note.method == "notifications/cancelled":
@@ -225,6 +270,11 @@ class LegacySession:
         if target is None:
             raise errors.internal_error(f"no channel to send {method} to the client")
         rid = next(self._ids)
+        if self.observer is not None:  # telemetry: a CLIENT span, its context in params._meta
+            return await self.observer.asked(rid, method, params or {}, lambda body: self._ask(target, rid, method, body))
+        return await self._ask(target, rid, method, params)
+
+    async def _ask(self, target: SendRaw, rid: Any, method: str, params: dict[str, Any] | None) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
         try:
@@ -238,9 +288,19 @@ class LegacySession:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         if self.send is not None and not self.closed:
             try:
-                await self.send(codec.encode_notification(method, params))
+                if self.observer is not None:  # telemetry: a CLIENT span, its context in params._meta
+                    await self.observer.pushed(method, params, self._push(method))
+                else:
+                    await self.send(codec.encode_notification(method, params))
             except Exception:  # the session's stream is gone; the client re-opens or ends it
                 log.debug("dropped %s: the session stream is closed", method)
+
+    def _push(self, method: str) -> Callable[[dict[str, Any]], Awaitable[None]]:
+        async def push(params: dict[str, Any]) -> None:
+            if self.send is not None:
+                await self.send(codec.encode_notification(method, params))
+
+        return push
 
     def _start_pump(self) -> None:
         try:
@@ -267,6 +327,8 @@ class LegacySession:
             sub = self._sub = self.server.bus.subscribe()
 
     def close(self) -> None:
+        if self.observer is not None and not self.closed:  # telemetry: mcp.server.session.duration
+            self.observer.closed()
         self.closed = True
         if self._sub is not None:
             self._sub.close()

@@ -10,9 +10,10 @@
 A rule is ``[METHOD[:NAME]:]N/PERIOD``: ``N`` requests per ``PERIOD`` (``s``, ``m``, ``h``,
 ``d``, or a count of them: ``10s``, ``5m``), with bursts of up to ``N``. Without a method it
 counts every request; ``tools/call:NAME`` / ``prompts/get:NAME`` count one tool or prompt.
-Each caller has its own buckets: the authenticated principal, else the peer address when
-the app was wrapped with :func:`peer_aware` (``ctx`` does not carry it yet), else one shared
-``anonymous`` bucket. A request over a limit is refused with :class:`RateLimited`, a
+Each caller has its own buckets: the authenticated principal, else its peer address
+(``ctx.peer``: over HTTP the socket's peer, or the client a trusted proxy names when the app
+was given ``trusted_proxies=``; forwarded headers are never trusted by default), else one
+shared ``anonymous`` bucket (stdio, in memory). A request over a limit is refused with :class:`RateLimited`, a
 JSON-RPC error (``-32029``) whose ``data.retryAfter`` says how many seconds to wait.
 
 The buckets live in this process (:class:`MemoryBuckets`) or in Redis
@@ -43,7 +44,7 @@ RATE_LIMITED = _RATE_LIMITED
 _PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
 
-#: The peer address of the request being served, when the app is wrapped with :func:`peer_aware`.
+#: A peer address set by a custom transport (``ctx.peer`` is preferred; HTTP fills that itself).
 peer_address: ContextVar[str | None] = ContextVar("mcpkit_peer_address", default=None)
 
 
@@ -114,10 +115,10 @@ class MemoryBuckets:
 
 
 def default_key(ctx: Context) -> str:
-    """The caller: its principal, else its peer address (see :func:`peer_aware`), else ``anonymous``."""
+    """The caller: its principal, else its peer address (``ctx.peer``), else ``anonymous``."""
     if ctx.principal:
         return f"p:{ctx.principal}"
-    peer = peer_address.get()
+    peer = ctx.peer or peer_address.get()
     return f"a:{peer}" if peer else "anonymous"
 
 
@@ -139,7 +140,12 @@ class RateLimits:
                 self._by_method.setdefault(r.method, []).append((i, r))
 
     def install(self, server: Server) -> RateLimits:
+        """Limit ``server``'s requests; a shared store with a ``health`` check (Redis) is also
+        one of its readiness checks (``GET /readyz``)."""
         server.add_middleware(self)
+        health = getattr(self.store, "health", None)
+        if callable(health):
+            server.readiness_check(health, name=f"rate-limits:{getattr(health, 'name', 'store')}")
         return self
 
     async def __call__(self, ctx: Context, params: Any, call_next: Handler) -> Any:
@@ -157,14 +163,10 @@ class RateLimits:
 
 
 def peer_aware(app: Any) -> Any:
-    """Wrap an ASGI app so that anonymous callers are limited per peer address (``scope["client"]``)."""
+    """Deprecated: the HTTP transport now gives every request its peer address (``ctx.peer``),
+    which :func:`default_key` uses. Returns ``app`` unchanged."""
+    import warnings
 
-    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
-        client = scope.get("client") if scope.get("type") == "http" else None
-        token = peer_address.set(str(client[0]) if client else None)
-        try:
-            await app(scope, receive, send)
-        finally:
-            peer_address.reset(token)
-
-    return wrapped
+    warnings.warn("peer_aware() is no longer needed: HTTP requests carry their peer address (ctx.peer)",
+                  DeprecationWarning, stacklevel=2)
+    return app

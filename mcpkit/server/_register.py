@@ -5,6 +5,7 @@ They fill the tables the dispatch reads; nothing here runs per request."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol import types as t
@@ -13,6 +14,7 @@ from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ..extensions import Extension
+    from ..transports.routes import HttpRoute, RouteHandler
     from ._bus import ChangeKind
 
 __all__ = ["CompletionHandler", "Registrations"]
@@ -240,3 +242,27 @@ class Registrations:
             return fn
 
         return deco
+
+    # ---------------------------------------------------------------- HTTP routes
+    _routes: dict[str, HttpRoute] | None = None
+
+    def add_http_route(self, path: str, handler: RouteHandler, *, methods: Iterable[str] = ("GET",)) -> None:
+        """Serve ``handler`` at ``path`` over HTTP beside the MCP endpoint (a server card, a
+        catalog...): relative to the MCP endpoint (``"server-card"``) unless it starts with ``/``.
+
+        Read-only (``GET``, which answers ``HEAD`` too, and ``OPTIONS``), no OAuth, the Host
+        allow-list applied: see :mod:`mcpkit.transports.routes`. Add routes before serving.
+        """
+        from ..transports.routes import HttpRoute
+
+        route = HttpRoute(path, handler, tuple(methods))
+        if self._routes is None:
+            self._routes = {}
+        if route.path in self._routes:
+            raise ValueError(f"a route is already served at {route.path!r}")
+        self._routes[route.path] = route
+
+    @property
+    def http_routes(self) -> Mapping[str, HttpRoute]:
+        """The routes added with :meth:`add_http_route`, by path as given (read-only)."""
+        return MappingProxyType(self._routes or {})

@@ -5,7 +5,8 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Iterable, Mapping
+import contextlib
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -24,6 +25,7 @@ from ._dispatch import serve as serve_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
 from ._once import MemoryUsedStates, UsedStates
+from ._operate import Lifespan, Operations
 from ._primitives import CacheScope, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._register import CompletionHandler, Registrations, _scopes
 from ._resolve import required_scopes
@@ -35,8 +37,8 @@ if TYPE_CHECKING:
     from ..extensions import Extension
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
     from ..proxy import Mount, Mounts
-    from ..transports import Dispatcher, SendRaw, SessionStore
-    from ._legacy import LegacySession
+    from ..transports import Dispatcher, SendRaw, Serving, SessionStore
+    from ._legacy import LegacySession, SessionObservers
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
@@ -49,7 +51,7 @@ def _has_modern_meta(raw_params: Any) -> bool:
     return isinstance(meta, dict) and M.PROTOCOL_VERSION in meta
 
 
-class Server(Registrations):
+class Server(Registrations, Operations):
     """An MCP server: declare tools, resources and prompts, then run it on a transport.
 
     One ``Server`` serves every request on its own: each carries its version and client
@@ -85,6 +87,7 @@ class Server(Registrations):
         task_store: TaskStore | None = None,
         session_store: SessionStore | None = None,
         expose_errors: bool = False,
+        lifespan: Lifespan | None = None,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -111,6 +114,9 @@ class Server(Registrations):
         #: A tool's unexpected exception reaches the client as ``Error executing tool NAME``
         #: (the exception is logged); True adds the exception's text (it may hold secrets).
         self.expose_errors = expose_errors
+        #: ``lifespan(server)``: an async context manager run once per process around serving;
+        #: what it yields is ``ctx.lifespan`` (see :mod:`._operate`).
+        self.lifespan = lifespan
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: dict[str, TemplateDef] = {}
@@ -142,6 +148,9 @@ class Server(Registrations):
         self._installed_view = MappingProxyType(self._installed)
         #: Also serve 2025-11-25 and earlier clients (the initialize handshake).
         self.legacy = legacy
+        #: Observes each legacy session (telemetry): ``session_observer.session(s, resumed)`` is called
+        #: as one is made and returns a :class:`~._legacy.SessionObserver`; None (the default): none.
+        self.session_observer: SessionObservers | None = None
         self._caps: t.ServerCapabilities = t.ServerCapabilities()
         self._refresh_capabilities()
         self._core = CoreMethods(self, tools=self._tools, resources=self._resources, templates=self._templates,
@@ -262,7 +271,8 @@ class Server(Registrations):
     def use(self, extension: E) -> E:
         """Install ``extension`` (an :class:`mcpkit.extensions.Extension`) and return it.
 
-        Advertises ``capabilities.extensions[extension.id] = extension.settings()``, then
+        Advertises ``capabilities.extensions[extension.id] = extension.settings()`` (unless
+        the class says ``advertised = False``), then
         calls ``extension.install(self)`` (which registers its methods and wrappers through
         the public hooks). From then on tools may carry its options
         (``tool(extensions={extension.id: ...})``) and handlers reach its helper with
@@ -281,7 +291,8 @@ class Server(Registrations):
         previous = self._extensions.get(ext_id)
         self._installed[ext_id] = extension
         try:
-            self.add_extension(ext_id, extension.settings())
+            if extension.advertised:
+                self.add_extension(ext_id, extension.settings())
             extension.install(self)
         except BaseException:
             del self._installed[ext_id]
@@ -328,6 +339,25 @@ class Server(Registrations):
         self._refresh_capabilities()
         self._publish(Change(kind))
 
+    #: Changes held by :meth:`batch_changes` (None: published at once).
+    _held: dict[Change, None] | None = None
+
+    @contextlib.contextmanager
+    def batch_changes(self) -> Iterator[None]:
+        """Hold change notifications while several registrations change, then publish each
+        distinct one once (one ``list_changed`` per kind, one update per URI), in order.
+        Nested batches publish when the outermost ends."""
+        if self._held is not None:
+            yield
+            return
+        self._held = {}
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            for change in held:
+                self._publish(change)
+
     # ---------------------------------------------------------------- change notifications
     def notify_tools_changed(self) -> None:
         """Tell ``subscriptions/listen`` streams that opted in that the tool list changed."""
@@ -346,6 +376,9 @@ class Server(Registrations):
         self._publish(Change("resource_updated", uri))
 
     def _publish(self, change: Change) -> None:
+        if self._held is not None:
+            self._held[change] = None
+            return
         self.bus.publish(change)
 
     def close_listeners(self) -> None:
@@ -471,16 +504,27 @@ class Server(Registrations):
                              "'streamable-http' is accepted too)")
         hand_over(self)
         _auto_telemetry(self, transport)
-        if transport == "stdio":
-            from ..transports import run_stdio_server
+        from ..errors import LifespanError
 
-            run_stdio_server(self, **kwargs)
-        elif transport == "http":
-            from ..transports.http import run_http_server
+        try:
+            if transport == "stdio":
+                from ..transports import run_stdio_server
 
-            run_http_server(self, **kwargs)  # applies self.auth (unless another auth= is given)
-        else:
-            raise ValueError(f"unknown transport {transport!r}")
+                run_stdio_server(self, **kwargs)
+            else:
+                from ..transports.http import run_http_server
+
+                run_http_server(self, **kwargs)  # applies self.auth (unless another auth= is given)
+        except LifespanError as exc:
+            raise SystemExit(f"mcpkit: {exc}") from None  # one line, exit status 1
+
+    @property
+    def serving(self) -> Serving:
+        """What transports read when they start serving this server (:class:`mcpkit.transports.Dispatcher`)."""
+        from ..transports import Serving
+
+        return Serving(legacy=self.legacy, auth=self.auth, session_store=self.session_store,
+                       http_routes=self.http_routes, lifespan=self.lifespan is not None)
 
     def http_app(self, path: str = "/mcp", **kwargs: Any) -> Any:
         """This server as an ASGI application serving Streamable HTTP at ``path`` (protected by
@@ -515,7 +559,7 @@ class Server(Registrations):
         when the HTTP ``headers`` are given, and with ``scoped`` the scopes it needs."""
         if req.method == "initialize" and not _has_modern_meta(req.params):
             # A legacy handshake: refuse it in a way that names what we do speak.
-            raise self._initialize_refusal(req)
+            raise errors.initialize_refused(codec.params_dict(req.params), self.supported_versions)
         return inbound.check_request(req.method, req.params, self.supported_versions, self._capability_names,
                                      self._extra_methods or None, headers=headers,
                                      header_map=None if headers is None else self.tool_header_map,
@@ -533,20 +577,12 @@ class Server(Registrations):
         return dispatch_request(self, self._chains, req, checked, emit, principal, self._modern, auth)
 
     def dispatch(self, req: codec.Request, checked: inbound.Checked, emit: Emit | None = None, *,
-                 principal: str | None = None, era: Era | None = None, auth: Any = None) -> Coroutine[Any, Any, Reply]:
-        """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs."""
+                 principal: str | None = None, era: Era | None = None, auth: Any = None,
+                 peer: str | None = None) -> Coroutine[Any, Any, Reply]:
+        """Answer a checked request for ``era`` (default: 2026-07-28); legacy sessions pass theirs
+        (and the address that opened them, ``peer``)."""
         return dispatch_request(self, self._chains, req, checked, emit, principal,
-                                era if era is not None else self._modern, auth)
-
-    def _initialize_refusal(self, req: codec.Request) -> errors.MCPError:
-        params = codec.params_dict(req.params) or {}
-        requested = params.get("protocolVersion") if isinstance(params, dict) else None
-        exc = errors.unsupported_version(str(requested or "unknown"), self.supported_versions)
-        exc.message = (
-            f"This server speaks only stateless MCP ({', '.join(self.supported_versions)}): "
-            "there is no initialize handshake; send server/discover with params._meta"
-        )
-        return exc
+                                era if era is not None else self._modern, auth, peer)
 
 
 def _auto_telemetry(server: Server, transport: str) -> None:

@@ -19,6 +19,7 @@ _EXPORTS = {
     # the seam between server/ and transports/
     "Envelope": "mcpkit.transports._envelope",
     "Dispatcher": "mcpkit.transports._interface",
+    "Serving": "mcpkit.transports._interface",
     "SendRaw": "mcpkit.transports._interface",
     "AuthRefusal": "mcpkit.transports._interface",
     "SessionStore": "mcpkit.transports._http_legacy",
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from ._interface import AuthRefusal as AuthRefusal
     from ._interface import Dispatcher as Dispatcher
     from ._interface import SendRaw as SendRaw
+    from ._interface import Serving as Serving
     from ._loading import RunAtImport as RunAtImport
     from ._loading import hand_over as hand_over
     from ._loading import loading as loading

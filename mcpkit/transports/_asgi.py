@@ -220,12 +220,22 @@ class OnSuspend:
                 value, error = None, exc
 
 
-async def lifespan(receive: Receive, send: Send) -> None:
-    """Answer the ASGI lifespan protocol (nothing to start or stop)."""
+async def lifespan(receive: Receive, send: Send, server: Any = None) -> None:
+    """Answer the ASGI lifespan protocol: run ``server``'s own lifespan (``Server(lifespan=...)``)
+    between startup and shutdown, when it has one (an app served by your own ASGI server)."""
+    running = server.running() if server is not None and server.serving.lifespan else None
     while True:
         msg = await receive()
         if msg["type"] == "lifespan.startup":
+            if running is not None:
+                try:
+                    await running.__aenter__()
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
             await send({"type": "lifespan.startup.complete"})
         elif msg["type"] == "lifespan.shutdown":
+            if running is not None:
+                await running.__aexit__(None, None, None)
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -19,12 +19,14 @@ class Envelope(NamedTuple):
     ``headers``: the HTTP request's headers (names lower-cased), for the header rules; None
     where there are none (stdio, in memory). ``principal``: the authenticated caller, when
     the endpoint checks access tokens. ``emit``: sends one notification (method, params) on
-    the request's own stream.
+    the request's own stream. ``peer``: the caller's network address (HTTP: the socket's peer,
+    or the client a trusted proxy names), None where there is none (stdio, in memory).
     """
 
     headers: Mapping[str, str] | None = None
     principal: AuthPrincipal | None = None
     emit: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    peer: str | None = None
 
 
 #: The envelope of a request with no headers, no caller and no stream of its own.

@@ -290,6 +290,8 @@ class LegacyEndpoint:
         entry = _Entry(owner, quota)
         entry.peer = self.server.open_legacy_session(send=entry.push,
                                                      id_prefix=store.worker_id if store is not None else None)
+        if isinstance(client, (tuple, list)) and client and isinstance(client[0], str):
+            entry.peer.address = client[0]
         reply = await (entry.peer.handle(req) if principal is None else entry.peer.handle(req, auth=principal))
         if reply.error_code is not None:
             entry.peer.close()

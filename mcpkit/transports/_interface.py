@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import codec, errors
@@ -17,6 +18,7 @@ from ._envelope import Envelope as Envelope
 
 if TYPE_CHECKING:
     from ._http_legacy import SessionStore
+    from .routes import HttpRoute
 
 #: Sends one notification (method, params) on a request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -31,6 +33,8 @@ class LegacyPeer(Protocol):
     #: one (and removes it when done) so that ``notifications/cancelled``, which the session
     #: handles, can cancel it; :meth:`close` cancels what is left.
     inflight: dict[Any, asyncio.Task[Any]]
+    #: The address that opened the session over HTTP (the transport sets it): its requests' ``ctx.peer``.
+    address: str | None
 
     @property
     def closed(self) -> bool: ...
@@ -59,23 +63,38 @@ class LegacyPeer(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """How a server asks to be served, read once when a transport starts serving it."""
+
+    #: Whether 2025-11-25 clients are served too (the ``initialize`` handshake).
+    legacy: bool
+    #: The server's own OAuth protection for HTTP (None: open), unless the app is given another.
+    auth: Authenticator | None = None
+    #: Where legacy HTTP sessions live when workers share them (None: this process).
+    session_store: SessionStore | None = None
+    #: Extra read-only HTTP routes to mount beside the MCP endpoint (:mod:`.routes`), by path.
+    http_routes: Mapping[str, HttpRoute] = field(default_factory=dict)
+    #: Whether the server has a lifespan (``Server(lifespan=...)``) that
+    #: :meth:`Dispatcher.running` enters around serving.
+    lifespan: bool = False
+
+
+class NoteObserver(Protocol):
+    """Telemetry's view of the notifications no legacy session handles (a 2026-07-28 client's)."""
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """``note`` arrived; ``handle()`` acts on it."""
+        ...
+
+
 class Dispatcher(Protocol):
-    """The server as transports see it: three settings, one call per request, and the
-    legacy sessions' factory."""
+    """The server as transports see it: its serving settings, one call per request, the
+    scopes a request needs (for a 401 challenge), and the legacy sessions' factory."""
 
     @property
-    def legacy(self) -> bool:
-        """Whether 2025-11-25 clients are served too (the ``initialize`` handshake)."""
-        ...
-
-    @property
-    def auth(self) -> Authenticator | None:
-        """The server's own OAuth protection for HTTP (None: open), unless the app is given another."""
-        ...
-
-    @property
-    def session_store(self) -> SessionStore | None:
-        """Where legacy HTTP sessions live when workers share them (None: this process)."""
+    def serving(self) -> Serving:
+        """How to serve this server (fixed for an app or a stdio loop once it starts)."""
         ...
 
     def serve(self, req: codec.Request, envelope: Envelope) -> Coroutine[Any, Any, codec.Reply]:
@@ -105,6 +124,20 @@ class Dispatcher(Protocol):
 
     def close_listeners(self) -> None:
         """End every open ``subscriptions/listen`` stream gracefully (before shutdown)."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Runs the lifespan around serving: transports enter it once per process; a
+        failure on the way in is :class:`~mcpkit.errors.LifespanError`."""
+        ...
+
+    async def readiness(self, timeout: float = ...) -> dict[str, str]:
+        """The readiness checks that fail, by name (``{}``: ready), for ``GET /readyz``."""
+        ...
+
+    @property
+    def session_observer(self) -> NoteObserver | None:
+        """Telemetry (None, the default: off); transports hand it the notifications they handle themselves."""
         ...
 
 

@@ -77,6 +77,12 @@ def content_type_ok(value: str | None) -> bool:
     return value.split(";", 1)[0].strip().lower() == JSON
 
 
+#: (Content-Type, Accept) pairs that passed :func:`check_post`: a client sends the same two on
+#: every request, so the parse runs once per pair (bounded: cleared when full).
+_POST_OK: set[tuple[str | None, str | None]] = set()
+_POST_OK_MAX = 256
+
+
 def check_post(hdrs: dict[str, str]) -> tuple[int, errors.MCPError] | None:
     """The ``Content-Type`` (415) and ``Accept`` (406) rules for a POST, both eras.
 
@@ -84,6 +90,18 @@ def check_post(hdrs: dict[str, str]) -> tuple[int, errors.MCPError] | None:
     peers differ (some send only one, some none), so mcpkit refuses only an ``Accept`` that
     allows neither — it can answer in either. An absent ``Accept`` means anything.
     """
+    key = (hdrs.get("content-type"), hdrs.get("accept"))
+    if key in _POST_OK:
+        return None
+    refused = _check_post(hdrs)
+    if refused is None:
+        if len(_POST_OK) >= _POST_OK_MAX:
+            _POST_OK.clear()
+        _POST_OK.add(key)
+    return refused
+
+
+def _check_post(hdrs: dict[str, str]) -> tuple[int, errors.MCPError] | None:
     if not content_type_ok(hdrs.get("content-type")):
         return 415, errors.invalid_request(
             f"Unsupported Media Type: the body must be {JSON}, not {hdrs.get('content-type')!r}")

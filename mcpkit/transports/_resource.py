@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def serving_auth(server: Dispatcher, auth: Authenticator | None = None) -> Authenticator | None:
     """The authenticator an HTTP app for ``server`` applies: ``auth`` when given, else the
     server's own (``Server(auth=...)``); ``None`` (open) only when neither is set."""
-    return auth if auth is not None else server.auth
+    return auth if auth is not None else server.serving.auth
 
 
 def is_wildcard(host: str) -> bool:

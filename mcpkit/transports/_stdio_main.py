@@ -82,7 +82,7 @@ class Opening:
 
 def answer_opening(server: Dispatcher, in_fd: int, write: Callable[[bytes], None]) -> Opening:
     """Answer discover/list requests synchronously until one needs the event loop or EOF."""
-    opening = Opening(routing.StdioRouter(legacy=server.legacy))
+    opening = Opening(routing.StdioRouter(legacy=server.serving.legacy))
     buf = b""
     while True:
         try:
@@ -145,7 +145,8 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     this). Code after ``server.run()`` then never runs.
 
     Called while a server file is being loaded (see :mod:`._loading`), it serves nothing and
-    hands ``server`` to the loader.
+    hands ``server`` to the loader. A server with a ``lifespan`` is served inside it (started
+    before the first line is read; a failure there is :class:`~mcpkit.errors.LifespanError`).
     """
     from ._loading import hand_over
 
@@ -156,13 +157,20 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     claimed = out_fd is None
     mcp_fd = claim_stdout() if out_fd is None else out_fd
     try:
-        opening = answer_opening(server, in_fd, Out(mcp_fd).write)
-        if opening.lines or opening.rest or not opening.eof:
+        if server.serving.lifespan:  # no synchronous opening: nothing is answered before it started
             import asyncio
 
-            from .stdio import serve_stdio
+            from .stdio import serve_stdio_running
 
-            asyncio.run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs))
+            asyncio.run(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs))
+        else:
+            opening = answer_opening(server, in_fd, Out(mcp_fd).write)
+            if opening.lines or opening.rest or not opening.eof:
+                import asyncio
+
+                from .stdio import serve_stdio
+
+                asyncio.run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs))
     except KeyboardInterrupt:
         pass
     if fast_exit:

@@ -16,17 +16,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from ..protocol import codec, errors, routing
 from ..protocol.routing import OpenSession, ServeModern
-from . import _asgi, _limits, _resource
+from . import _asgi, _limits, _resource, routes
 from ._asgi import OnSuspend, Receive, Scope, Send, respond_json
 from ._envelope import Envelope
 from ._gate import FORBIDDEN_HOST, PRM_PREFIX, Gate
 from ._hosts import LOOPBACK_HOSTS, HostPolicy
 from ._http_legacy import LegacyEndpoint, SessionStore
 from ._interface import Authenticator, AuthPrincipal, Dispatcher
+
+if TYPE_CHECKING:
+    from ._peer import TrustedProxies
 
 __all__ = ["DEFAULT_MAX_BODY", "LOOPBACK_HOSTS", "HostPolicy", "HttpApp", "run_http_server"]
 
@@ -50,6 +53,9 @@ _DISPATCH_STATUS = {errors.MISSING_REQUIRED_CLIENT_CAPABILITY: 400, errors.UNSUP
 
 _WANTED_HEADERS = frozenset({b"host", b"origin", b"accept", b"content-length", b"content-type", b"authorization",
                              b"last-event-id", b"dpop"})
+#: Header names as ``str``, decoded once: the wanted ones and the standard ``Mcp-*`` ones.
+_NAMES = {k: k.decode("latin-1") for k in _WANTED_HEADERS | {
+    b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"mcp-session-id"}}
 
 
 class HttpApp:
@@ -71,13 +77,27 @@ class HttpApp:
         auth: Authenticator | None = None,
         session_store: SessionStore | None = None,
         public_url: str | None = None,
+        healthz: str | None = "/healthz",
+        readyz: str | None = "/readyz",
+        trusted_proxies: Iterable[str] | None = None,
     ) -> None:
         self.server = server
+        serving = server.serving
         self.path = path.rstrip("/") or "/"
+        from ._health import health_paths
+
+        #: The probe paths (``healthz=``/``readyz=``; None or "" turns one off): path -> kind.
+        self.probes = health_paths(self.path, healthz, readyz)
+        #: Whose ``X-Forwarded-For`` names the caller (``ctx.peer``); None: nobody's (the default).
+        self.trusted_proxies: TrustedProxies | None = None
+        if trusted_proxies is not None:
+            from ._peer import TrustedProxies
+
+            self.trusted_proxies = TrustedProxies(trusted_proxies)
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
         #: OAuth protection (``mcpkit.auth.server.ResourceServerAuth``): ``auth``, else the
         #: server's own ``Server(auth=...)``; None (open to all) only when neither is set.
-        self.auth: Authenticator | None = _resource.serving_auth(server, auth)
+        self.auth: Authenticator | None = auth if auth is not None else serving.auth
         auth = self.auth
         #: The protected resource URL when fixed (the auth's ``resource=``, else ``public_url``);
         #: None: the local address of each request's socket (never a request header).
@@ -86,20 +106,22 @@ class HttpApp:
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
-        self.legacy = server.legacy
+        self.legacy = serving.legacy
         if session_store is None:
-            session_store = server.session_store  # a server backed by a shared store brings its own
+            session_store = serving.session_store  # a server backed by a shared store brings its own
         self.legacy_endpoint = LegacyEndpoint(
             server, idle_timeout=session_idle_timeout, max_sessions=max_sessions, keepalive=keepalive_interval,
             store=session_store, max_per_client=max_sessions_per_client, unused_timeout=session_unused_timeout)
         #: The live legacy sessions (empty when the server serves 2026-07-28 only).
         self.sessions = self.legacy_endpoint.sessions
+        #: Extra HTTP routes beside the MCP endpoint (server cards...), by absolute path.
+        self.routes = routes.mount(serving.http_routes, self.path)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """guard -> authenticate -> read -> decode -> route -> serve -> respond."""
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
-                await _asgi.lifespan(receive, send)
+                await _asgi.lifespan(receive, send, self.server)
             return
         hdrs = await self._guard(scope, send)
         if hdrs is None:
@@ -126,10 +148,17 @@ class HttpApp:
         route = routing.route_post(msg, hdrs, self.legacy)
         if isinstance(route, ServeModern):  # the hot path
             assert type(msg) is codec.Request
-            await _Exchange(self, msg, hdrs, receive, send, principal, resource).run()
+            client = scope.get("client")
+            peer = client[0] if client else None
+            if self.trusted_proxies is not None:
+                peer = self.trusted_proxies.peer(peer, scope["headers"])
+            await _Exchange(self, msg, hdrs, receive, send, principal, resource, peer).run()
         elif isinstance(route, OpenSession):
             assert type(msg) is codec.Request
-            await self.legacy_endpoint.initialize(msg, send, principal, scope.get("client"))
+            client = scope.get("client")
+            if self.trusted_proxies is not None and client:  # the session quota's caller, as ctx.peer
+                client = (self.trusted_proxies.peer(client[0], scope["headers"]),)
+            await self.legacy_endpoint.initialize(msg, send, principal, client)
         else:
             await self._settle(route, msg, send, principal, resource)
 
@@ -140,17 +169,30 @@ class HttpApp:
         or the protected resource metadata)."""
         path = scope["path"]
         if path != self.path and path.rstrip("/") != self.path:
+            probe = self.probes.get(path)
+            if probe is not None:  # before auth, rate limits and the Host check: see _health
+                from ._health import answer
+
+                await answer(probe, scope, send, self.server, self.policy)
+                return None
             if self.gate is not None and path.startswith(PRM_PREFIX):
                 await self.gate.metadata(scope, send)
+                return None
+            if self.routes and (route := self.routes.get(path)) is not None:
+                await routes.serve(route, scope, send, self.policy.host_ok, self.path)
                 return None
             await _asgi.respond_plain(send, 404, b"Not Found")
             return None
         hdrs: dict[str, str] = {}
+        names = _NAMES
         for k, v in scope["headers"]:
-            if k[:4] == b"mcp-" or k in _WANTED_HEADERS:
-                name = k.decode("latin-1")
-                value = v.decode("latin-1")
-                hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
+            name = names.get(k)
+            if name is None:
+                if k[:4] != b"mcp-":
+                    continue
+                name = k.decode("latin-1")  # Mcp-Param-* and other Mcp- headers
+            value = v.decode("latin-1")
+            hdrs[name] = f"{hdrs[name]}, {value}" if name in hdrs else value
         if not self.policy.host_ok(hdrs.get("host")) or not self.policy.origin_ok(hdrs.get("origin")):
             await _asgi.respond_error(send, 403, FORBIDDEN_HOST)
             return None
@@ -167,6 +209,9 @@ class HttpApp:
         """Every POST route but a stateless request and a new session."""
         match route:
             case routing.Accept():
+                observer = self.server.session_observer
+                if observer is not None and type(msg) is codec.Notification:  # telemetry: a SERVER span
+                    observer.notified(msg, _nothing)
                 await _asgi.respond_empty(send, 202)
             case routing.ToSession(session_id=sid):
                 if principal is not None and type(msg) is codec.Request:
@@ -204,10 +249,10 @@ class _Exchange(_asgi.Exchange):
     notification; a client disconnect cancels the handler."""
 
     __slots__ = ("app", "req", "hdrs", "receive", "sse_ok", "done", "task", "watcher", "timer", "principal",
-                 "resource")
+                 "resource", "peer")
 
     def __init__(self, app: HttpApp, req: codec.Request, hdrs: dict[str, str], receive: Receive, send: Send,
-                 principal: AuthPrincipal | None, resource: str) -> None:
+                 principal: AuthPrincipal | None, resource: str, peer: str | None = None) -> None:
         self.send = send  # the base's two fields, set here: no super() call on the hot path
         self.streaming = False
         self.app = app
@@ -222,6 +267,7 @@ class _Exchange(_asgi.Exchange):
         self.timer: asyncio.TimerHandle | None = None
         self.principal = principal
         self.resource = resource
+        self.peer = peer
 
     def _suspended(self) -> None:
         """The handler is waiting on something: from now on a disconnect must cancel it, and a
@@ -236,7 +282,7 @@ class _Exchange(_asgi.Exchange):
     async def run(self) -> None:
         """The one call into the server, then the answer."""
         try:
-            reply = await OnSuspend(self.app.server.serve(self.req, Envelope(self.hdrs, self.principal, self._emit)),
+            reply = await OnSuspend(self.app.server.serve(self.req, Envelope(self.hdrs, self.principal, self._emit, self.peer)),
                                     self._suspended)
         except errors.InsufficientScope as need:
             assert self.app.gate is not None and self.principal is not None
@@ -339,6 +385,21 @@ def run_http_server(
                             **_limits.uvicorn_options(limits))
 
     class _Server(uvicorn.Server):
+        async def serve(self, sockets: Any = None) -> None:
+            if not server.serving.lifespan:
+                await super().serve(sockets)
+                return
+            # uvicorn re-raises the signal that stopped it as it returns: hold it until the
+            # lifespan has shut down, then let the process's own handler have it.
+            held: list[int] = []
+            originals = _hold_signals(held)
+            try:
+                async with server.running():  # once per process, around serving (LifespanError: not started)
+                    if not held:
+                        await super().serve(sockets)
+            finally:
+                _release_signals(originals, held)
+
         async def shutdown(self, sockets: Any = None) -> None:
             # Listen streams never end on their own: close them gracefully so shutdown can finish.
             server.close_listeners()
@@ -348,3 +409,26 @@ def run_http_server(
                 await on_shutdown()
 
     _Server(config).run(sockets=sockets)
+
+
+def _hold_signals(held: list[int]) -> dict[int, Any]:
+    """Record SIGINT/SIGTERM in ``held`` instead of acting on them (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, lambda signum, _frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _release_signals(originals: dict[int, Any], held: list[int]) -> None:
+    import signal
+
+    for sig, handler in originals.items():
+        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    for sig in dict.fromkeys(held):
+        signal.raise_signal(sig)
+
+
+def _nothing() -> None:
+    """What a stateless server does with a notification it accepts."""

@@ -44,7 +44,7 @@ class StdioServerSession:
         self.write = write
         #: Carried over from the synchronous opening, when there was one.
         self.router: routing.StdioRouter[LegacyPeer] = router if router is not None else routing.StdioRouter(
-            legacy=server.legacy)
+            legacy=server.serving.legacy)
         self.inflight: dict[codec.RequestId, asyncio.Task[None]] = {}
         self.listens: set[asyncio.Task[None]] = set()  # open subscriptions/listen handlers
         #: The running loop, once known (asking for it costs a getpid() system call each time).
@@ -119,15 +119,22 @@ class StdioServerSession:
     def _notification(self, note: codec.Notification) -> None:
         match self.router.receive_notification(note):
             case routing.CancelRequest(request_id=rid):
-                task = self.inflight.get(rid)
-                if task is not None:
-                    task.cancel()  # unknown ids are ignored silently, as the spec asks
+                observer = self.server.session_observer
+                if observer is not None:  # telemetry: a SERVER span
+                    observer.notified(note, lambda: self._cancel(rid))
+                else:
+                    self._cancel(rid)
             case routing.NotifyLegacy(peer=peer):
                 peer.handle_notification(note)  # the session cancels by id itself
             case routing.Ignore():
                 pass
             case unexpected:
                 assert_never(unexpected)
+
+    def _cancel(self, rid: codec.RequestId) -> None:
+        task = self.inflight.get(rid)
+        if task is not None:
+            task.cancel()  # unknown ids are ignored silently, as the spec asks
 
     def _response(self, resp: codec.Response) -> None:
         match self.router.receive_response(resp):
@@ -224,6 +231,29 @@ async def serve_stdio(server: Dispatcher, *, drain_timeout: float = 10.0, in_fd:
     elif opening.rest:
         session.feed(opening.rest)  # a last line without its newline
     await session.drain(drain_timeout)
+
+
+async def serve_stdio_running(server: Dispatcher, **options: Any) -> None:
+    """:func:`serve_stdio` inside the server's lifespan, which ends normally (its shutdown runs)
+    at stdin EOF and on SIGTERM (unless something else, like ``mcpkit serve``, handles it)."""
+    import signal
+    import threading
+
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    handled = (main is not None and threading.current_thread() is threading.main_thread()
+               and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None))
+    if handled:
+        assert main is not None
+        loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    try:
+        async with server.running():
+            await serve_stdio(server, **options)
+    except asyncio.CancelledError:
+        return  # SIGTERM (or the loop closing): the lifespan has shut down
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _pollable(fd: int) -> bool:
