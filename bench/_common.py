@@ -39,9 +39,13 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 MARKER = "@@bench-import-marker@@"
 
 #: The sides of this run, in measuring order. ``mcpkit`` is this checkout; ``baseline`` (only with
-#: ``run.py --baseline REV``) is mcpkit at another commit, measured in the same interleaved rounds.
-SIDES: list[str] = ["mcpkit", "official"]
+#: ``run.py --baseline REV``) is mcpkit at another commit; ``floor`` is the bare-Python peer of each
+#: workload (servers/floor_stdio.py, servers/floor_asgi.py, client_floor.py's driver, the bare
+#: imports): what no library can go much under. All are measured in the same interleaved rounds.
+SIDES: list[str] = ["mcpkit", "official", "floor"]
 BASELINE_DIR = BENCH / ".baseline"
+FLOOR_STDIO = SERVERS / "floor_stdio.py"
+FLOOR_ASGI = SERVERS / "floor_asgi.py"
 
 
 def add_baseline_side() -> None:
@@ -116,7 +120,8 @@ class Side:
 
 
 def make_sides(official_python: str, baseline: Path | None = None) -> dict[str, Side]:
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    # (PYTHONDONTWRITEBYTECODE too: the warm-up rounds byte-compile, as any installed package is.)
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
     mk_env = dict(base)
     # mcpkit runs from the repo checkout: make it importable without installing.
     mk_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
@@ -144,7 +149,9 @@ def make_sides(official_python: str, baseline: Path | None = None) -> dict[str, 
         "    '''Echo the text back.'''\n"
         "    return text\n",
     )
-    sides = {"mcpkit": mcpkit, "official": official}
+    # The floor: bare Python with mcpkit's interpreter (the stdio server is stdlib only).
+    floor = Side("floor", sys.executable, mk_env, ("import asyncio", "import asyncio, msgspec"), "", script=str(FLOOR_STDIO))
+    sides = {"mcpkit": mcpkit, "official": official, "floor": floor}
     if baseline is not None:
         # The same workload on mcpkit at another commit: its own package and its own echo server.
         b_env = dict(base)
@@ -215,6 +222,19 @@ def proc_cpu_ticks(pid: int) -> int | None:
     fields = data[data.rindex(")") + 2 :].split()
     # fields[0] is field 3 (state); utime/stime are fields 14/15.
     return int(fields[11]) + int(fields[12])
+
+
+def proc_cpu_ns(pid: int) -> int | None:
+    """CPU time (ns) of every thread of ``pid`` so far, from /proc/PID/task/*/schedstat: exact,
+    unlike the 10 ms ticks of /proc/PID/stat, so it can be taken over a fraction of a second."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
 
 
 def wait_exit(proc: subprocess.Popen, timeout: float) -> float | None:
@@ -304,18 +324,37 @@ class Results:
         self.errors: list[str] = []
         self.raw: dict[str, dict] = {}
         self.notes: list[str] = []
+        #: Per-round values: key -> side -> round -> value. A row made with ``key`` carries them,
+        #: and the report's ratios are then medians of per-round ratios (with their spread).
+        self.rounds: dict[str, dict[str, dict[int, float]]] = {}
+
+    def sample(self, key: str, side: str, r: int, value: float | None) -> None:
+        if value is not None:
+            self.rounds.setdefault(key, {}).setdefault(side, {})[r] = value
+
+    def rounds_of(self, prefix: str) -> dict[str, dict[str, dict[int, float]]]:
+        return {k[len(prefix):]: v for k, v in self.rounds.items() if k.startswith(prefix)}
+
+    def row_rounds(self, workload: str, metric: str, unit: str, better: str, key: str, scale: float = 1.0) -> None:
+        """A row from the per-round samples under ``key``: each side's median, and the rounds
+        themselves (times ``scale``, e.g. 1e3 for seconds shown in ms)."""
+        by_side = {s: {r: v * scale for r, v in rounds.items()} for s, rounds in self.rounds.get(key, {}).items()}
+        self.row(workload, metric, unit, better, {s: med(list(v.values())) for s, v in by_side.items() if v}, by_side)
 
     def error(self, side: str, workload: str, msg: str) -> None:
         text = f"[{workload}] {side}: {msg}"
         self.errors.append(text)
         print("  ERROR " + text.replace("\n", "\n        "), flush=True)
 
-    def row(self, workload: str, metric: str, unit: str, better: str, values: dict[str, float | None]) -> None:
-        self.rows.append({"workload": workload, "metric": metric, "unit": unit, "better": better, **{s: values.get(s) for s in SIDES}})
+    def row(self, workload: str, metric: str, unit: str, better: str, values: dict[str, float | None],
+            rounds: dict[str, dict[int, float]] | None = None) -> None:
+        self.rows.append({"workload": workload, "metric": metric, "unit": unit, "better": better,
+                          **{s: values.get(s) for s in SIDES}, "rounds": rounds or {}})
 
     def get(self, workload: str, metric: str, side: str):
+        """The value of the row ``workload`` whose metric is ``metric`` (or starts with it)."""
         for r in self.rows:
-            if r["workload"] == workload and r["metric"] == metric:
+            if r["workload"] == workload and r["metric"].startswith(metric):
                 return r.get(side)
         return None
 

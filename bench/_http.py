@@ -1,6 +1,7 @@
 """Workload 4, HTTP: ``wrk`` load (``bench/wrk/mcp.lua``) against each side's Streamable HTTP
-server, cell by cell (mode x connections), sides interleaved per round; plus the floor of a
-bare ASGI app on mcpkit's uvicorn stack."""
+server, cell by cell (mode x connections), sides interleaved per round; the floor (a bare ASGI
+app on mcpkit's uvicorn stack, servers/floor_asgi.py) in the same rounds, in the echo cell at
+16 connections (or the largest count given)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import tempfile
 import time
 
 from _common import (
-    CLK_TCK,
     ECHO_TEXT,
+    FLOOR_ASGI,
     PROTOCOL_VERSION,
     REPO,
     SIDES,
@@ -30,7 +31,7 @@ from _common import (
     kill,
     med,
     mib,
-    proc_cpu_ticks,
+    proc_cpu_ns,
     proc_status,
     tail_file,
 )
@@ -121,14 +122,14 @@ def run_wrk(srv: HttpServer, pin: Pinning, mode: str, conns: int, duration: floa
     cmd = pin.taskset("client") + [
         "wrk", "-t1", f"-c{conns}", f"-d{duration:g}s", "--timeout", "5s", "-s", str(WRK_LUA), srv.url, "--", mode,
     ]
-    cpu0 = proc_cpu_ticks(srv.proc.pid)
+    cpu0 = proc_cpu_ns(srv.proc.pid)
     cp = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
-    cpu1 = proc_cpu_ticks(srv.proc.pid)
+    cpu1 = proc_cpu_ns(srv.proc.pid)
     m = re.search(r"^BENCHJSON (\{.*\})$", cp.stdout, re.M)
     if cp.returncode != 0 or not m:
         raise RuntimeError(f"wrk failed ({cp.returncode}): {cp.stdout[-400:]} {cp.stderr[-400:]}")
     out = json.loads(m.group(1))
-    out["cpu_s"] = (cpu1 - cpu0) / CLK_TCK if cpu0 is not None and cpu1 is not None else None
+    out["cpu_s"] = (cpu1 - cpu0) / 1e9 if cpu0 is not None and cpu1 is not None else None
     out["errors"] = (
         out["bad_body_or_status"] + out["connect_errors"] + out["read_errors"] + out["write_errors"] + out["timeouts"]
     )
@@ -146,9 +147,13 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
         return
     servers: dict[str, HttpServer] = {}
     cells: dict[tuple[str, str, int], list[dict]] = {}
+    floor_cell = ("echo", 16 if 16 in conc else max(conc))
     try:
         for name in res.active:
-            servers[name] = HttpServer(sides[name], pin)
+            side = sides[name]
+            if name == "floor":
+                side = Side("floor", side.python, side.env, side.imports, side.build_code, script=str(FLOOR_ASGI))
+            servers[name] = HttpServer(side, pin)
         for name in list(servers):
             try:
                 servers[name].wait_ready()
@@ -162,6 +167,8 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
                 except Exception as exc:
                     res.error(name, "http", f"warm-up: {exc}{srv.diag()}")
         for r, (mode, c), name in interleaved(rounds, servers.__contains__, [(m, c) for m in modes for c in conc]):
+            if name == "floor" and (mode, c) != floor_cell:
+                continue
             srv = servers[name]
             try:
                 out = run_wrk(srv, pin, mode, c, duration)
@@ -169,6 +176,9 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
                 res.error(name, "http", f"{mode} c={c}: {exc}{srv.diag()}")
                 continue
             cells.setdefault((name, mode, c), []).append(out)
+            res.sample(f"http.{mode}.{c}.rps", name, r, out["requests"] / (out["duration_us"] / 1e6))
+            if out["cpu_s"] is not None and out["requests"]:
+                res.sample(f"http.{mode}.{c}.cpu", name, r, out["cpu_s"] * 1e6 / out["requests"])
             if srv.proc.poll() is not None:
                 res.error(name, "http", f"server died during {mode} c={c}{srv.diag()}")
                 servers.pop(name)
@@ -182,7 +192,6 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
     finally:
         for srv in servers.values():
             srv.stop()
-    floor = http_floor(pin, duration, "mcpkit" in sides and sides["mcpkit"] or None) if "mcpkit" in res.active else None
 
     res.raw["http"] = {f"{n}/{m}/c{c}": outs for (n, m, c), outs in cells.items()}
 
@@ -208,33 +217,10 @@ def wl_http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, dur
             a = {n: agg(n, mode, c) for n in SIDES}
             g = lambda k: {n: (a[n] or {}).get(k) for n in SIDES}
             wl = f"HTTP {label[mode]} c={c}"
-            res.row(wl, "throughput", "req/s", "higher", g("rps"))
+            res.row_rounds(wl, "throughput (median of rounds)", "req/s", "higher", f"http.{mode}.{c}.rps")
             res.row(wl, "latency p50", "ms", "lower", g("p50"))
             res.row(wl, "latency p99", "ms", "lower", g("p99"))
             res.row(wl, "errors (non-200 / no result / socket)", "count", "lower", g("errors"))
-            res.row(wl, "server CPU per request", "µs", "lower", g("cpu_us"))
-    if floor is not None:
-        res.row("HTTP floor", "bare uvicorn ASGI app (same stack as mcpkit), fixed answer, c=16: server CPU per request",
-                "µs", "lower", {"mcpkit": floor})
+            res.row_rounds(wl, "server CPU per request", "µs", "lower", f"http.{mode}.{c}.cpu")
     res.row("RSS", "HTTP server after all HTTP runs", "MiB", "lower", {n: mib(rss_after.get(n)) for n in SIDES})
     res.notes.append("HTTP requests served per server: " + ", ".join(f"{n} {v}" for n, v in total.items()))
-
-
-def http_floor(pin: Pinning, duration: float, side: Side | None) -> float | None:
-    """CPU per request of a bare ASGI app on mcpkit's uvicorn stack: the floor under any MCP server."""
-    if side is None:
-        return None
-    floor_side = Side.__new__(Side)
-    floor_side.__dict__.update(side.__dict__)
-    floor_side.script = str(REPO / "bench" / "servers" / "floor_asgi.py")
-    srv = HttpServer(floor_side, pin)
-    try:
-        srv.wait_ready()
-        run_wrk(srv, pin, "echo", 16, min(duration, 2.0))  # warm-up
-        out = run_wrk(srv, pin, "echo", 16, duration)
-        return out["cpu_s"] * 1e6 / out["requests"] if out.get("cpu_s") and out["requests"] else None
-    except Exception as exc:
-        print(f"  floor measurement failed: {exc}{srv.diag()}", flush=True)
-        return None
-    finally:
-        srv.stop()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from _common import MARKER, REPO, SIDES, Pinning, Results, Side, kill, med, ms
+from _common import MARKER, REPO, Pinning, Results, Side, kill
 from _rounds import interleaved
 
 
@@ -44,69 +44,86 @@ def parse_importtime(stderr: str) -> float:
     return total
 
 
+#: Each side's client import and the bare imports it is measured against (in-process seconds).
+CLIENT_IMPORT = {"mcpkit": "from mcpkit import Client", "baseline": "from mcpkit import Client", "official": "from mcp import Client"}
+CLIENT_FLOOR = "import asyncio, msgspec"
+TIMING = "import time as _t\n_t0 = _t.perf_counter()\n{code}\nprint(_t.perf_counter() - _t0)\n"
+
+
+def inproc(side: Side, pin: Pinning, code: str) -> float:
+    """Seconds ``code`` takes in a fresh interpreter of ``side``, timed inside it."""
+    _, cp = run_timed([side.python, "-c", TIMING.format(code=code)], side, pin)
+    if cp.returncode != 0:
+        raise RuntimeError(f"`{code}` failed:\n{cp.stderr.strip()[-800:]}")
+    return float(cp.stdout.strip().splitlines()[-1])
+
+
 def wl_import(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, warmup: bool = True) -> None:
     print(f"== import: {rounds} rounds", flush=True)
-    timing_code = "import time as _t\n_t0 = _t.perf_counter()\n{code}print(_t.perf_counter() - _t0)\n"
     it_code = f"import sys; sys.stderr.write('{MARKER}\\n'); sys.stderr.flush(); {{stmt}}"
-    samples = {s: {"bare": [], "asyncio": [], "wiretypes": [], "wall": [], "inproc": [], "importtime_pkg": [], "importtime_entry": []} for s in res.active}
     # Each library's wire-type dependency alone: the floor of its import cost.
     wire_lib = {"mcpkit": "import msgspec", "baseline": "import msgspec", "official": "import pydantic"}
     ok = {}
     for name in res.active:  # warm-up: byte-compile and fill the page cache
         side = sides[name]
+        ok[name] = True
         if not warmup:
-            ok[name] = True
             continue
-        _, cp = run_timed([side.python, "-c", timing_code.format(code=side.build_code)], side, pin)
-        ok[name] = cp.returncode == 0
-        if not ok[name]:
-            res.error(name, "import", f"building a one-tool server failed:\n{cp.stderr.strip()[-800:]}")
-    for _, _, name in interleaved(rounds, ok.get):
+        try:
+            inproc(side, pin, CLIENT_FLOOR if name == "floor" else side.build_code)
+        except RuntimeError as exc:
+            ok[name] = False
+            res.error(name, "import", str(exc))
+    for r, _, name in interleaved(rounds, ok.get):
         side = sides[name]
-        s = samples[name]
+
+        def put(key: str, value: float | None, name: str = name, r: int = r) -> None:
+            res.sample(f"import.{key}", name, r, value)
+
         t, _ = run_timed([side.python, "-c", "pass"], side, pin)
-        s["bare"].append(t)
+        put("bare", t)
+        if name == "floor":  # the bare imports a client needs, nothing of any MCP library
+            put("client", inproc(side, pin, CLIENT_FLOOR))
+            continue
         t, _ = run_timed([side.python, "-c", "import asyncio"], side, pin)
-        s["asyncio"].append(t)
+        put("asyncio", t - res.rounds["import.bare"][name][r])
         t, _ = run_timed([side.python, "-c", wire_lib.get(name, "pass")], side, pin)
-        s["wiretypes"].append(t)
-        t, cp = run_timed([side.python, "-c", timing_code.format(code=side.build_code)], side, pin)
+        put("wiretypes", t - res.rounds["import.bare"][name][r])
+        t, cp = run_timed([side.python, "-c", TIMING.format(code=side.build_code)], side, pin)
         if cp.returncode != 0:
             res.error(name, "import", cp.stderr.strip()[-800:])
             ok[name] = False
             continue
-        s["wall"].append(t)
-        s["inproc"].append(float(cp.stdout.strip().splitlines()[-1]))
+        put("wall", t)
+        put("above", t - res.rounds["import.bare"][name][r])
+        put("inproc", float(cp.stdout.strip().splitlines()[-1]))
+        try:
+            put("client", inproc(side, pin, CLIENT_IMPORT[name]))
+        except RuntimeError as exc:
+            res.error(name, "import", str(exc))
         for key, stmt in zip(("importtime_pkg", "importtime_entry"), side.imports):
             _, cp = run_timed([side.python, "-X", "importtime", "-c", it_code.format(stmt=stmt)], side, pin)
             try:
                 if cp.returncode != 0:
                     raise ValueError(f"`{stmt}` failed")
-                s[key].append(parse_importtime(cp.stderr) / 1e6)
+                put(key, parse_importtime(cp.stderr) / 1e6)
             except ValueError as exc:
                 res.error(name, "import", f"{exc}: {cp.stderr[-400:]}")
-    res.raw["import"] = samples
+    client = res.rounds.get("import.client", {})
+    for name in ("mcpkit", "baseline"):  # above the floor's bare imports, round by round
+        for r, v in client.get(name, {}).items():
+            if r in client.get("floor", {}):
+                res.sample("import.client_above", name, r, v - client["floor"][r])
+    res.raw["import"] = res.rounds_of("import.")
 
-    def m(name, key):
-        return med(samples[name][key]) if name in samples else None
-
-    res.row("import", "bare `python -c pass` (floor)", "ms", "lower", {n: ms(m(n, "bare")) for n in SIDES})
-    res.row("import", "-X importtime cumulative: `import mcpkit` / `import mcp`", "ms", "lower", {n: ms(m(n, "importtime_pkg")) for n in SIDES})
-    res.row("import", "-X importtime cumulative: `from mcpkit import Server` / `from mcp.server.mcpserver import MCPServer`", "ms", "lower", {n: ms(m(n, "importtime_entry")) for n in SIDES})
-    res.row("import", "import + one-tool server, in-process", "ms", "lower", {n: ms(m(n, "inproc")) for n in SIDES})
-    res.row("import", "import + one-tool server, process wall", "ms", "lower", {n: ms(m(n, "wall")) for n in SIDES})
-    above = {}
-    for n in SIDES:
-        w, b = m(n, "wall"), m(n, "bare")
-        above[n] = ms(w - b) if w is not None and b is not None else None
-    res.row("import", "import + one-tool server, wall above bare python", "ms", "lower", above)
-    ref = {}
-    for n in SIDES:
-        w, b = m(n, "asyncio"), m(n, "bare")
-        ref[n] = ms(w - b) if w is not None and b is not None else None
-    res.row("import", "reference: `import asyncio` alone, wall above bare python", "ms", "lower", ref)
-    wref = {}
-    for n in SIDES:
-        w, b = m(n, "wiretypes"), m(n, "bare")
-        wref[n] = ms(w - b) if w is not None and b is not None else None
-    res.row("import", "reference: wire-type library alone (`msgspec` / `pydantic`), wall above bare python", "ms", "lower", wref)
+    row = res.row_rounds
+    row("import", "bare `python -c pass` (floor)", "ms", "lower", "import.bare", 1e3)
+    row("import", "-X importtime cumulative: `import mcpkit` / `import mcp`", "ms", "lower", "import.importtime_pkg", 1e3)
+    row("import", "-X importtime cumulative: `from mcpkit import Server` / `from mcp.server.mcpserver import MCPServer`", "ms", "lower", "import.importtime_entry", 1e3)
+    row("import", "import + one-tool server, in-process", "ms", "lower", "import.inproc", 1e3)
+    row("import", "import + one-tool server, process wall", "ms", "lower", "import.wall", 1e3)
+    row("import", "import + one-tool server, wall above bare python", "ms", "lower", "import.above", 1e3)
+    row("import", "`from mcpkit import Client` / `from mcp import Client`, in-process (floor: `import asyncio, msgspec`)", "ms", "lower", "import.client", 1e3)
+    row("import", "`from mcpkit import Client`, in-process, above `import asyncio, msgspec` (same round)", "ms", "lower", "import.client_above", 1e3)
+    row("import", "reference: `import asyncio` alone, wall above bare python", "ms", "lower", "import.asyncio", 1e3)
+    row("import", "reference: wire-type library alone (`msgspec` / `pydantic`), wall above bare python", "ms", "lower", "import.wiretypes", 1e3)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from _common import SIDES, Pinning, Results, Side, med, ms, norm_line, pct
+from _common import SIDES, Pinning, Results, Side, ms, norm_line, pct
 from _rounds import interleaved
 from _stdio import sequential, stdio_round
 
@@ -30,12 +30,13 @@ def check_norm(resp: dict, req_id: int, x: float, y: float) -> str | None:
 def wl_pydantic(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, calls: int) -> None:
     print(f"== stdio warm Pydantic tools/call norm(p: Point) -> Result: {rounds} rounds x {calls} calls", flush=True)
     ok = {n: True for n in res.active}
-    for n in res.active:  # a baseline commit older than this workload has no such server
-        if not os.path.exists(sides[n].server_script("pydantic")):
+    for n in res.active:  # the floor has no Pydantic; a baseline commit older than this workload has no such server
+        if n == "floor":
+            ok[n] = False
+        elif not os.path.exists(sides[n].server_script("pydantic")):
             ok[n] = False
             res.notes.append(f"{n}: no servers/pydantic_{n}.py server; the Pydantic workload skips it")
     samples: dict[str, dict[str, list[float]]] = {s: {"rps": [], "lat": []} for s in res.active}
-    per_round: dict[int, dict[str, float]] = {}
     points = [(float(i % 7), float(i % 5) + 0.5) for i in range(calls)]
     requests = [norm_line(i + 2, x, y) for i, (x, y) in enumerate(points)]
 
@@ -55,19 +56,15 @@ def wl_pydantic(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int,
             rps = calls / elapsed
             samples[name]["rps"].append(rps)
             samples[name]["lat"].extend(lat)
-            per_round.setdefault(r, {})[name] = rps
+            res.sample("pydantic.rps", name, r, rps)
             srv.close_stdin_and_wait(10)
-    ratios = [v["mcpkit"] / v["official"] for v in per_round.values() if "mcpkit" in v and v.get("official")]
-    res.raw["stdio_pydantic"] = {"per_round_rps": per_round, "round_ratios": ratios,
-                                 **{n: {"rps": v["rps"]} for n, v in samples.items()}}
+    res.raw["stdio_pydantic"] = {n: {"rps": v["rps"]} for n, v in samples.items()}
 
     def lat(n: str, p: float) -> float | None:
         return ms(pct(samples[n]["lat"], p)) if n in samples and samples[n]["lat"] else None
 
-    res.row("stdio Pydantic", f"norm(p: Point) -> Result tools/call, {calls} sequential (median of rounds; "
-            "ratio: median of per-round ratios)", "req/s", "higher",
-            {n: med(samples[n]["rps"]) if n in samples else None for n in SIDES})
-    res.rows[-1]["round_ratio"] = med(ratios)
+    res.row_rounds("stdio Pydantic", f"norm(p: Point) -> Result tools/call, {calls} sequential (median of rounds)",
+                   "req/s", "higher", "pydantic.rps")
     res.row("stdio Pydantic", "norm latency p50", "ms", "lower", {n: lat(n, 50) for n in SIDES})
     res.row("stdio Pydantic", "norm latency p99", "ms", "lower", {n: lat(n, 99) for n in SIDES})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 
 from _common import BENCH, OFFICIAL_SPEC, Results
 
@@ -23,26 +24,47 @@ def fmt(v, unit: str) -> str:
     return f"{v:.2f}"
 
 
-def ratio_cells(row) -> tuple[str, str]:
-    a, b = row["mcpkit"], row["official"]
-    if a is None or b is None or row["unit"] == "count":
-        return "", ""
-    if row.get("round_ratio"):  # the median of per-round ratios, rather than the ratio of medians
-        a, b = row["round_ratio"], 1.0
-    r = f"{a / b:.3g}" if b else "∞"
-    if row["better"] == "higher":
-        adv = a / b if b else None
-    else:
-        adv = b / a if a else None
-    return r, (f"{adv:.3g}×" if adv is not None else "")
+def round_ratios(row, a: str, b: str) -> list[float]:
+    """``a ÷ b`` round by round (the rounds both sides measured), or the one ratio of the medians
+    when the row has no per-round values."""
+    ra, rb = (row.get("rounds") or {}).get(a), (row.get("rounds") or {}).get(b)
+    if ra and rb:
+        return [ra[r] / rb[r] for r in ra if r in rb and rb[r]]
+    va, vb = row.get(a), row.get(b)
+    return [va / vb] if va is not None and vb else []
 
 
-def baseline_cell(row) -> str:
-    """mcpkit (this checkout) against the baseline commit, as an advantage (>1 = this checkout better)."""
-    a, b = row["mcpkit"], row.get("baseline")
-    if a is None or b is None or row["unit"] == "count" or not a or not b:
+def spread(values: list[float]) -> str:
+    """The median, with the range (min-max) when there is more than one value."""
+    if not values:
         return ""
-    return f"{(a / b if row['better'] == 'higher' else b / a):.3g}×"
+    mid = statistics.median(values)
+    if len(values) == 1:
+        return f"{mid:.3g}"
+    return f"{mid:.3g} ({min(values):.3g}-{max(values):.3g})"
+
+
+def advantage_cell(row, other: str) -> str:
+    """How many times better mcpkit is than ``other``: the median of per-round ratios
+    (``other ÷ mcpkit`` for times and sizes, ``mcpkit ÷ other`` for throughput), with its spread."""
+    if row["unit"] == "count":
+        return ""
+    ratios = round_ratios(row, "mcpkit", other)
+    adv = [x if row["better"] == "higher" else 1 / x for x in ratios if x]
+    return spread(adv) + ("×" if adv else "")
+
+
+def floor_cell(row) -> str:
+    """mcpkit ÷ floor, per round: the fraction of the floor's throughput (target ≥ 0.8), or how
+    many times the floor's time or CPU."""
+    return "" if row["unit"] == "count" else spread(round_ratios(row, "mcpkit", "floor"))
+
+
+def ratio_stats(res: Results, workload: str, metric_start: str, other: str) -> list[float]:
+    for row in res.rows:
+        if row["workload"] == workload and row["metric"].startswith(metric_start):
+            return round_ratios(row, "mcpkit", other)
+    return []
 
 
 def budgets(res: Results, c16: int, c64: int) -> list[tuple[str, str, str]]:
@@ -72,6 +94,18 @@ def budgets(res: Results, c16: int, c64: int) -> list[tuple[str, str, str]]:
     add("RSS idle (stdio) ≤ 25 MiB", v, v is not None and v <= 25, f"{fmt(v, 'MiB')} MiB")
     v = res.get("stdio cold", "exit after stdin EOF (median)", "mcpkit")
     add("exit after stdin EOF ≤ 20 ms", v, v is not None and v <= 20, f"{fmt(v, 'ms')} ms")
+    # Against the floors (issue 24): medians of per-round ratios.
+    for label, (workload, metric), target, higher in (
+        ("stdio warm echo ≥ 0.8 of the floor server", ("stdio warm", "echo tools/call"), 0.8, True),
+        ("client calls/s ≥ 0.8 of the bare driver", ("client", "tools/call against"), 0.8, True),
+        (f"HTTP echo c={c16} ≥ 0.8 of the bare ASGI app", (http_c16, "throughput"), 0.8, True),
+        ("stdio cold discover ≤ 2× the floor server", ("stdio cold", "spawn"), 2.0, False),
+    ):
+        ratios = ratio_stats(res, workload, metric, "floor")
+        v = statistics.median(ratios) if ratios else None
+        add(label, v, v is not None and (v >= target if higher else v <= target), spread(ratios) + ("×" if not higher else ""))
+    v = res.get("import", "`from mcpkit import Client`, in-process, above", "mcpkit")
+    add("`from mcpkit import Client` ≤ 15 ms above `import asyncio, msgspec`", v, v is not None and v <= 15, f"{fmt(v, 'ms')} ms")
     return out
 
 
@@ -88,23 +122,23 @@ def render(res: Results, info: dict, params: dict, budget_rows) -> str:
         "",
     ]
     base = info.get("baseline_commit")
+    sides = ["mcpkit"] + (["baseline"] if base else []) + ["official", "floor"]
     if base:
         lines[-1:-1] = [f"- baseline = mcpkit at {base}, measured in the same interleaved rounds; "
                         "vs baseline = how many times better this checkout is than the baseline (>1 = better)"]
-        lines += ["| workload | metric | unit | mcpkit | baseline | official | ratio | advantage | vs baseline |",
-                  "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    else:
-        lines += ["| workload | metric | unit | mcpkit | official | ratio | advantage |",
-                  "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines[-1:-1] = [
+        "- floor = the bare-Python peer in the same rounds (stdio: a stdlib-json line server; HTTP: a bare ASGI "
+        "app on the same uvicorn stack; client: a bare JSON-lines driver; imports: the bare imports); "
+        "÷ floor = mcpkit ÷ floor (throughput: the fraction of the floor reached; times: how many times the floor's)",
+        "- ratios are medians of per-round ratios, with their spread (min-max) in brackets",
+    ]
+    head = "| workload | metric | unit | " + " | ".join(sides) + " | vs official |" + (" vs baseline |" if base else "") + " ÷ floor |"
+    lines += [head, "| --- | --- | --- |" + " ---: |" * (len(sides) + 2 + bool(base))]
     for row in res.rows:
-        r, adv = ratio_cells(row)
         unit = row["unit"]
-        mid = f"{fmt(row.get('baseline'), unit)} | " if base else ""
-        tail = f" {baseline_cell(row)} |" if base else ""
-        lines.append(
-            f"| {row['workload']} | {row['metric']} | {unit} | {fmt(row['mcpkit'], unit)} | {mid}"
-            f"{fmt(row['official'], unit)} | {r} | {adv} |{tail}"
-        )
+        values = " | ".join(fmt(row.get(s), unit) for s in sides)
+        tail = f" {advantage_cell(row, 'official')} |" + (f" {advantage_cell(row, 'baseline')} |" if base else "")
+        lines.append(f"| {row['workload']} | {row['metric']} | {unit} | {values} |{tail} {floor_cell(row)} |")
     lines += ["", "### Budgets (mcpkit)", "", "| budget | measured | verdict |", "| --- | --- | --- |"]
     for label, shown, verdict in budget_rows:
         lines.append(f"| {label} | {shown} | {verdict} |")

@@ -26,6 +26,7 @@ from _common import (
     mib,
     ms,
     pct,
+    proc_cpu_ns,
     proc_status,
     tail_file,
     wait_exit,
@@ -164,7 +165,7 @@ def wl_cold(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int) -> 
     print(f"== stdio cold server/discover: {rounds} rounds", flush=True)
     samples = {s: {"discover": [], "peak_rss": [], "rss_after_discover": [], "exit": [], "exit_code": []} for s in res.active}
     ok = {n: True for n in res.active}
-    for _, _, name in interleaved(rounds, ok.get):
+    for r, _, name in interleaved(rounds, ok.get):
         with stdio_round(res, "stdio-cold", name, ok, sides[name], pin) as srv:
             srv.send(discover_line(1))
             resp = srv.recv(60)
@@ -181,6 +182,8 @@ def wl_cold(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int) -> 
             s["rss_after_discover"].append(st.get("VmRSS", 0))
             s["exit"].append(exit_s)
             s["exit_code"].append(srv.proc.returncode)
+            res.sample("cold.discover", name, r, t_resp - srv.t_spawn)
+            res.sample("cold.exit", name, r, exit_s)
     res.raw["stdio_cold"] = samples
     for n in res.active:
         codes = set(samples[n]["exit_code"])
@@ -190,9 +193,9 @@ def wl_cold(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int) -> 
     def m(name, key):
         return med(samples[name][key]) if name in samples else None
 
-    res.row("stdio cold", "spawn → server/discover response (median)", "ms", "lower", {n: ms(m(n, "discover")) for n in SIDES})
+    res.row_rounds("stdio cold", "spawn → server/discover response (median)", "ms", "lower", "cold.discover", 1e3)
     res.row("stdio cold", "peak RSS of server (VmHWM after discover)", "MiB", "lower", {n: mib(m(n, "peak_rss")) for n in SIDES})
-    res.row("stdio cold", "exit after stdin EOF (median)", "ms", "lower", {n: ms(m(n, "exit")) for n in SIDES})
+    res.row_rounds("stdio cold", "exit after stdin EOF (median)", "ms", "lower", "cold.exit", 1e3)
 
 
 # --------------------------------------------------------------------------- workload 3: stdio warm
@@ -204,7 +207,7 @@ def wl_warm(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, cal
     ok = {n: True for n in res.active}
     requests = [echo_line(i) for i in range(2, calls + 2)]
     warmup = [echo_line(10_000_000 + i) for i in range(50)]
-    for _, _, name in interleaved(rounds, ok.get):
+    for r, _, name in interleaved(rounds, ok.get):
         with stdio_round(res, "stdio-warm", name, ok, sides[name], pin) as srv:
             srv.discover()
             for i, line in enumerate(warmup):
@@ -212,8 +215,13 @@ def wl_warm(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, cal
                 err = check_echo(srv.recv(), 10_000_000 + i)
                 if err:
                     raise RuntimeError(f"warm-up call {i}: {err}")
+            cpu0 = proc_cpu_ns(srv.proc.pid)
             elapsed, lat = sequential(srv, requests, lambda i, resp: check_echo(resp, i + 2))
+            cpu1 = proc_cpu_ns(srv.proc.pid)
             samples[name]["rps"].append(calls / elapsed)
+            res.sample("warm.rps", name, r, calls / elapsed)
+            if cpu0 is not None and cpu1 is not None:
+                res.sample("warm.cpu", name, r, (cpu1 - cpu0) / 1e3 / calls)
             samples[name]["lat"].extend(lat)
             srv.close_stdin_and_wait(10)
     res.raw["stdio_warm"] = {
@@ -224,7 +232,8 @@ def wl_warm(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, cal
     def lat(n, p):
         return ms(pct(samples[n]["lat"], p)) if n in samples and samples[n]["lat"] else None
 
-    res.row("stdio warm", f"echo tools/call, {calls} sequential (median of rounds)", "req/s", "higher", {n: med(samples[n]["rps"]) if n in samples else None for n in SIDES})
+    res.row_rounds("stdio warm", f"echo tools/call, {calls} sequential (median of rounds)", "req/s", "higher", "warm.rps")
+    res.row_rounds("stdio warm", "server CPU per call", "µs", "lower", "warm.cpu")
     res.row("stdio warm", "echo latency p50", "ms", "lower", {n: lat(n, 50) for n in SIDES})
     res.row("stdio warm", "echo latency p99", "ms", "lower", {n: lat(n, 99) for n in SIDES})
 

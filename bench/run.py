@@ -9,13 +9,13 @@ Run with the project's interpreter (the one that can import mcpkit):
 The official SDK is installed on first use into bench/.venv-official (from
 PyPI, ``mcp==2.3.0``). Both libraries serve the same echo tool through
 bench/servers/echo_{mcpkit,official}.py; every workload alternates
-mcpkit/official round by round. Only 127.0.0.1 is used and every load phase
+mcpkit/official/floor round by round (the floor: the bare-Python peer of each workload). Only 127.0.0.1 is used and every load phase
 has a fixed duration or request count.
 
 Stdlib only. Linux only (/proc, sched_setaffinity, pidfd). This file is the entry point;
 the workloads live beside it: _imports.py (import), _stdio.py (cold, warm, RSS), _pydantic.py
-(the Pydantic tool), _http.py
-(HTTP), with _rounds.py (the interleaved round runner), _report.py and _common.py.
+(the Pydantic tool), _http.py (HTTP), _client.py (the client against the floor server), with
+_rounds.py (the interleaved round runner), _report.py and _common.py.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 import sys
 import time
 
+from _client import wl_client
 from _common import SIDES, Pinning, Results, add_baseline_side, baseline_tree, ensure_official_venv, machine_info, make_sides
 from _http import ensure_wrk, wl_http
 from _imports import wl_import
@@ -31,21 +32,23 @@ from _pydantic import wl_pydantic
 from _report import budgets, render, update_readme, write_results
 from _stdio import wl_cold, wl_rss, wl_warm
 
-ALL_WORKLOADS = ("import", "cold", "warm", "pydantic", "http", "rss")
+ALL_WORKLOADS = ("import", "cold", "warm", "client", "pydantic", "http", "rss")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--smoke", action="store_true", help="tiny run (<= 30 s once the venv exists): checks everything still runs")
     ap.add_argument("--workloads", default=",".join(ALL_WORKLOADS), help=f"comma list from {','.join(ALL_WORKLOADS)}")
-    ap.add_argument("--sides", default="mcpkit,official", help="comma list: mcpkit,official")
+    ap.add_argument("--sides", default="mcpkit,official,floor", help="comma list: mcpkit,official,floor")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run (default 10)")
     ap.add_argument("--http-rounds", type=int, default=3, help="interleaved rounds per HTTP cell (default 3: the median then survives one disturbed round)")
     ap.add_argument("--concurrency", default="1,16,64", help="HTTP connection counts (default 1,16,64)")
     ap.add_argument("--import-rounds", type=int, default=10)
     ap.add_argument("--cold-rounds", type=int, default=20)
-    ap.add_argument("--warm-rounds", type=int, default=3)
+    ap.add_argument("--warm-rounds", type=int, default=5)
     ap.add_argument("--warm-calls", type=int, default=2000)
+    ap.add_argument("--client-rounds", type=int, default=5)
+    ap.add_argument("--client-calls", type=int, default=2000)
     ap.add_argument("--pydantic-rounds", type=int, default=5, help="rounds of the Pydantic workload (default 5)")
     ap.add_argument("--pydantic-calls", type=int, default=2000, help="sequential norm calls per round (default 2000)")
     ap.add_argument("--rss-requests", type=int, default=10_000)
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown workloads: {sorted(bad)}")
     chosen = [s.strip() for s in args.sides.split(",") if s.strip()]
     if set(chosen) - set(SIDES) or not chosen:
-        ap.error("--sides takes mcpkit and/or official")
+        ap.error("--sides takes mcpkit, official and/or floor")
     baseline_root = None
     if args.baseline:
         baseline_root, baseline_sha = baseline_tree(args.baseline)
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.import_rounds, args.cold_rounds, args.warm_rounds = 1, 1, 1
         args.warm_calls, args.rss_requests = 200, 500
+        args.client_rounds, args.client_calls = 1, 200
         args.pydantic_rounds, args.pydantic_calls = 1, 200
         args.duration, args.http_rounds, warmup = 1.0, 1, 0.0
         conc = [16, 64]
@@ -104,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         wl_cold(res, sides, pin, args.cold_rounds)
     if "warm" in workloads:
         wl_warm(res, sides, pin, args.warm_rounds, args.warm_calls)
+    if "client" in workloads:
+        wl_client(res, sides, pin, args.client_rounds, args.client_calls)
     if "pydantic" in workloads:
         wl_pydantic(res, sides, pin, args.pydantic_rounds, args.pydantic_calls)
     if "http" in workloads:
@@ -115,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "import_rounds": args.import_rounds,
         "cold_rounds": args.cold_rounds,
         "warm": f"{args.warm_rounds}x{args.warm_calls}",
+        "client": f"{args.client_rounds}x{args.client_calls}",
         "pydantic": f"{args.pydantic_rounds}x{args.pydantic_calls}",
         "http": f"{args.http_rounds}x{args.duration:g}s c={','.join(map(str, conc))}",
         "rss_requests": args.rss_requests,

@@ -277,8 +277,11 @@ def test_one_server_runs_its_lifespan_again_on_another_event_loop() -> None:
         return int(ctx.lifespan)
 
     async def go() -> list[Any]:
+        both = asyncio.Barrier(2)  # (an in-memory call need not yield to the loop: overlap them for sure)
+
         async def one() -> Any:
             async with Client(server) as client:
+                await both.wait()
                 return (await client.call_tool("which", {})).structuredContent
 
         return list(await asyncio.gather(one(), one()))  # two clients at once: one run

@@ -1,25 +1,40 @@
-"""The HTTP floor: a bare ASGI app on the same uvicorn stack as mcpkit's server, answering
-every POST with a fixed echo result. Its CPU per request is what no MCP library can go under.
+"""The HTTP floor: a bare ASGI app on the same uvicorn stack as mcpkit's server. Every POST's
+body is parsed with the standard library's json and answered with ``json.dumps`` of an echo
+result (the request's ``params.arguments.text``, or a fixed text when there is none): the work
+any JSON-RPC server does, and nothing of MCP. No MCP library on this stack can go much under it.
 
 argv: ``http PORT`` (the same as the echo servers).
 """
 
+import json
 import sys
 
 import uvicorn
 
-BODY = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"bench-echo-payload"}]}}'
-HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+META = {"io.modelcontextprotocol/serverInfo": {"name": "echo", "version": "1.0.0"}}
+
+
+def answer(body: bytes) -> bytes:
+    msg = json.loads(body)
+    args = (msg.get("params") or {}).get("arguments") or {}
+    text = args.get("text", "bench-echo-payload")
+    result = {"resultType": "complete", "_meta": META, "content": [{"type": "text", "text": text}]}
+    return json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": result}, separators=(",", ":")).encode()
 
 
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
+    chunks = []
     more = True
     while more:  # read the whole body, as any server must
-        more = (await receive()).get("more_body", False)
-    await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
-    await send({"type": "http.response.body", "body": BODY})
+        event = await receive()
+        chunks.append(event.get("body", b""))
+        more = event.get("more_body", False)
+    body = answer(b"".join(chunks))
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 if __name__ == "__main__":

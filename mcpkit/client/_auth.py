@@ -8,7 +8,6 @@ generator returns, the latest Response is the answer.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 
@@ -105,6 +104,8 @@ class BearerAuth(Auth):
 
     def cache_context(self) -> str:
         """A digest of the token: private cache entries of one token are not served to another."""
+        import hashlib
+
         return hashlib.sha256(self._value.encode()).hexdigest()[:16]
 
 

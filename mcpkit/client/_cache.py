@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from types import ModuleType
 from typing import Any, Literal
 
 import msgspec
@@ -21,6 +22,14 @@ _LIST_OF = {
 #: (partition, key): the partition is None for public entries, else the credentials'
 #: keyed hash (see ``_credentials``).
 _Slot = tuple[str | None, bytes]
+
+
+def credentials() -> ModuleType:
+    """The ``_credentials`` module, imported when a private entry or an auth hook first needs it
+    (it pulls in hashlib, hmac, secrets and json, which a plain call never uses)."""
+    from . import _credentials
+
+    return _credentials
 
 
 def cache_key(method: str, params: dict[str, Any] | None) -> bytes:

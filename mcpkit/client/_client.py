@@ -41,16 +41,15 @@ from ..protocol.mrtr import MRTR_METHODS
 from . import _hooks
 from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
-from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key
+from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._connect import make_transport
-from ._credentials import outgoing, params_bytes, with_context
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, note_router
 from ._restart import Recoverer, Recovery
 from ._session import ChangeFeeds, Era, EraSession, Hello, ModernSession
 from ._signals import EraStale, ServerExited, ToolsStale
-from ._skills import SkillsApi
+from ._skills_api import SkillsApi
 from ._transport import ClientTransport, NoAnswer, OnNote, Response
 
 if TYPE_CHECKING:
@@ -344,13 +343,13 @@ class Client(TypedApi, SkillsApi):
         key = cache_key(req.method, req.params)
         if mode == "use":
             # A private entry only for the credentials this request would carry now.
-            part = await outgoing(self.auth, self.transport, req) if cache.has_private(key) else None
+            part = await credentials().outgoing(self.auth, self.transport, req) if cache.has_private(key) else None
             hit = cache.get(key, part)
             if hit is not None:
                 return hit
         result, rounds = await self._send_handling_input(req)
         if rounds == 0 and mode != "bypass":  # a result after input rounds is never cached
-            part = with_context(req.credentials, self.auth.cache_context()) if self.auth else req.credentials
+            part = credentials().with_context(req.credentials, self.auth.cache_context()) if self.auth else req.credentials
             cache.put(key, part, req.method, result)
         return result
 
@@ -451,6 +450,7 @@ class Client(TypedApi, SkillsApi):
         send = below if below is not None else self._send_handling_retries
         if self.auth is None:
             return await send(req)
+        params_bytes = credentials().params_bytes
         method, before = req.method, params_bytes(req.params) if req.method in CACHEABLE else b""
         flow = self.auth.async_flow(req)
         try:
@@ -534,11 +534,12 @@ class Client(TypedApi, SkillsApi):
             call = self.transport.request(rid, req.method, body, on_note, headers=req.headers)
         else:
             call = self.transport.request(rid, req.method, body, on_note)
-        waited: Awaitable[Any] = call if limit == _INF else asyncio.wait_for(call, limit)
-        if around is not None:  # mcpkit.observability: a CLIENT span around the exchange
-            waited = around(waited)
         try:
-            resp: Response | codec.Response = await waited
+            if around is not None:  # mcpkit.observability: a CLIENT span around the exchange, time limit included
+                resp: Response | codec.Response = await around(call if limit == _INF else asyncio.wait_for(call, limit))
+            else:  # the limit on this task itself: wait_for's own task cost two more loop turns a call
+                async with asyncio.timeout(None if limit == _INF else limit):
+                    resp = await call
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract

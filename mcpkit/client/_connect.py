@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -34,7 +33,11 @@ def make_transport(target: Any, *, mode: str, auth_headers: Callable[..., Awaita
         return HttpTransport(target, auth_headers=auth_headers, sse_fallback=transport == "auto", **http_options), key
     if http_given:
         raise TypeError(f"unexpected options for a stdio server: {', '.join(http_given)}")
-    argv = shlex.split(target) if isinstance(target, str) else list(target)
+    if isinstance(target, str):
+        import shlex  # (a command line given as one string only)
+
+        target = shlex.split(target)
+    argv = list(target)
     if not argv:
         raise ValueError("empty command")
     from ._stdio import StdioTransport

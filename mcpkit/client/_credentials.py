@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from ._auth import Auth, OutgoingRequest, first_step
+from ._transport import NO_CREDENTIALS as NO_CREDENTIALS
 from ._transport import ClientTransport
 
 #: Headers that carry no credential: the transport sets them from the message and protocol
@@ -37,7 +38,6 @@ NOT_CREDENTIALS = frozenset({
 })
 
 #: A request that crosses no credential at all (stdio, a Server in this process).
-NO_CREDENTIALS = ""
 
 _KEY = secrets.token_bytes(32)
 

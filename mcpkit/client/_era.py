@@ -13,10 +13,8 @@ so it never gets ``initialize``. It is restarted, and the fresh process gets it.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,6 +34,8 @@ def era_key(target: str | list[str]) -> str:
     if isinstance(target, str):
         parts = urlsplit(target)
         return f"http:{parts.scheme}://{parts.netloc}"
+    import json
+
     return "stdio:" + json.dumps(list(target))
 
 
@@ -47,6 +47,8 @@ class EraCache:
         self.path = os.fspath(path) if path is not None else None
         self._eras: dict[str, Era] = {}
         if self.path is not None:
+            import json
+
             try:
                 with open(self.path, encoding="utf-8") as f:
                     data = json.load(f)
@@ -76,6 +78,9 @@ class EraCache:
     def _save(self) -> None:
         if self.path is None:
             return
+        import json
+        import tempfile
+
         try:
             d = os.path.dirname(os.path.abspath(self.path))
             fd, tmp = tempfile.mkstemp(dir=d, prefix=".era-cache-")

@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..protocol import codec
-from ._credentials import NO_CREDENTIALS
-from ._transport import Capabilities, ClientTransport, OnNote, Response
+from ._transport import NO_CREDENTIALS, Capabilities, ClientTransport, OnNote, Response
 
 if TYPE_CHECKING:
     from ..server import Server

@@ -35,7 +35,7 @@ from ..protocol import skills as S
 if TYPE_CHECKING:
     from ..protocol import types as t
 
-__all__ = ["LoadedSkill", "SkillsApi"]
+__all__ = ["LoadedSkill"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -173,95 +173,88 @@ async def _verified(client: Any, want: S.SkillResource) -> bytes:
     return data
 
 
-class SkillsApi:
-    """``list_skills`` and ``get_skill`` (a base class of :class:`~mcpkit.client.Client`)."""
+# What :class:`~mcpkit.client._skills_api.SkillsApi` (a base class of the Client) runs.
 
-    def _held_skills(self) -> dict[str, S.Skill]:
-        held: dict[str, S.Skill] = self.__dict__.setdefault("_skill_entries", {})
-        return held
 
-    async def skills_settings(self) -> dict[str, Any] | None:
-        """What the server declares for the skills extension (its settings), or None."""
-        api: Any = self  # a Client
-        caps = (await api.discover()).capabilities
-        ext = caps.extensions if isinstance(caps.extensions, Mapping) else {}
-        value = ext.get(S.EXTENSION_ID)
-        return value if isinstance(value, dict) else None
+def held_skills(client: Any) -> dict[str, S.Skill]:
+    held: dict[str, S.Skill] = client.__dict__.setdefault("_skill_entries", {})
+    return held
 
-    async def _need_extension(self) -> None:
-        if await self.skills_settings() is None:
-            raise MCPKitError(f"the server does not declare the {S.EXTENSION_ID} extension")
 
-    async def list_skills(self) -> list[S.Skill]:
-        """Every entry of ``skills/list`` (all pages); they are held for :meth:`get_skill`.
+async def skills_settings(client: Any) -> dict[str, Any] | None:
+    api: Any = client
+    caps = (await api.discover()).capabilities
+    ext = caps.extensions if isinstance(caps.extensions, Mapping) else {}
+    value = ext.get(S.EXTENSION_ID)
+    return value if isinstance(value, dict) else None
 
-        Reads no skill file. Malformed entries raise ProtocolError.
-        """
-        await self._need_extension()
-        api: Any = self
-        out: list[S.Skill] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        while True:
-            raw = await api.request("skills/list", {"cursor": cursor} if cursor else {})
-            try:
-                page = msgspec.convert(_hinted(raw), S.ListSkillsResult)
-            except msgspec.ValidationError as exc:
-                raise ProtocolError(f"skills/list: malformed result: {exc}") from None
-            out.extend(page.skills)
-            nxt = page.nextCursor if isinstance(page.nextCursor, str) and page.nextCursor else None
-            if nxt is None:
-                break
-            if nxt in seen:
-                raise ProtocolError("skills/list: the server repeated a cursor")
-            seen.add(nxt)
-            cursor = nxt
-        held = self._held_skills()
-        for entry in out:
-            held[entry.uri] = entry
-        return out
 
-    async def get_skill_entry(self, uri: str) -> S.Skill:
-        """The current entry of one skill (``skills/get``); it replaces the one held."""
-        await self._need_extension()
-        api: Any = self
-        raw = await api.request("skills/get", {"uri": uri})
+async def need_extension(client: Any) -> None:
+    if await skills_settings(client) is None:
+        raise MCPKitError(f"the server does not declare the {S.EXTENSION_ID} extension")
+
+
+async def list_skills(client: Any) -> list[S.Skill]:
+    await need_extension(client)
+    api: Any = client
+    out: list[S.Skill] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    while True:
+        raw = await api.request("skills/list", {"cursor": cursor} if cursor else {})
         try:
-            entry = msgspec.convert(_hinted(raw), S.GetSkillResult).skill
+            page = msgspec.convert(_hinted(raw), S.ListSkillsResult)
         except msgspec.ValidationError as exc:
-            raise ProtocolError(f"skills/get: malformed result: {exc}") from None
-        if entry.uri != uri:
-            raise SkillVerificationError(f"skills/get {uri} answered the entry of {entry.uri}")
-        self._held_skills()[uri] = entry
-        return entry
+            raise ProtocolError(f"skills/list: malformed result: {exc}") from None
+        out.extend(page.skills)
+        nxt = page.nextCursor if isinstance(page.nextCursor, str) and page.nextCursor else None
+        if nxt is None:
+            break
+        if nxt in seen:
+            raise ProtocolError("skills/list: the server repeated a cursor")
+        seen.add(nxt)
+        cursor = nxt
+    held = held_skills(client)
+    for entry in out:
+        held[entry.uri] = entry
+    return out
 
-    async def get_skill(self, uri: str, *, refresh: bool = False, allow_dynamic: bool = False) -> LoadedSkill:
-        """Load the skill whose SKILL.md is at ``uri``: read it and verify it against its entry
-        (held from :meth:`list_skills`, else, or with ``refresh``, from ``skills/get``).
 
-        Raises :class:`~mcpkit.errors.SkillVerificationError` (and uses nothing) when the entry
-        breaks the rules or the content is not what it describes.
-        """
-        entry = None if refresh else self._held_skills().get(uri)
-        if entry is None:
-            entry = await self.get_skill_entry(uri)
-        check_entry(entry)
-        if entry.resources == "dynamic":
-            if not allow_dynamic:
-                raise SkillVerificationError(f"{uri}: a dynamic skill (no digests) is loaded only with allow_dynamic=True")
-            api: Any = self
-            data = _bytes_of(await api.read_resource(uri), uri)
-        else:
-            want = next(r for r in entry.resources if r.uri == uri)
-            data = await _verified(self, want)
-        try:
-            text = data.decode("utf-8")
-            found = parse_frontmatter(text)
-        except (UnicodeDecodeError, S.SkillFormatError) as exc:
-            raise SkillVerificationError(f"{uri}: {exc}: not loaded") from None
-        if not _same(found, entry.frontmatter):
-            fields = sorted(k for k in found.keys() | entry.frontmatter.keys()
-                            if not _same(found.get(k), entry.frontmatter.get(k)))
-            raise SkillVerificationError(f"{uri}: the SKILL.md frontmatter differs from the entry's "
-                                         f"({', '.join(fields)}): not loaded")
-        return LoadedSkill(self, entry, text)
+async def get_skill_entry(client: Any, uri: str) -> S.Skill:
+    await need_extension(client)
+    api: Any = client
+    raw = await api.request("skills/get", {"uri": uri})
+    try:
+        entry = msgspec.convert(_hinted(raw), S.GetSkillResult).skill
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"skills/get: malformed result: {exc}") from None
+    if entry.uri != uri:
+        raise SkillVerificationError(f"skills/get {uri} answered the entry of {entry.uri}")
+    held_skills(client)[uri] = entry
+    return entry
+
+
+async def get_skill(client: Any, uri: str, refresh: bool, allow_dynamic: bool) -> LoadedSkill:
+    entry = None if refresh else held_skills(client).get(uri)
+    if entry is None:
+        entry = await get_skill_entry(client, uri)
+    check_entry(entry)
+    if entry.resources == "dynamic":
+        if not allow_dynamic:
+            raise SkillVerificationError(f"{uri}: a dynamic skill (no digests) is loaded only with allow_dynamic=True")
+        api: Any = client
+        data = _bytes_of(await api.read_resource(uri), uri)
+    else:
+        want = next(r for r in entry.resources if r.uri == uri)
+        data = await _verified(client, want)
+    try:
+        text = data.decode("utf-8")
+        found = parse_frontmatter(text)
+    except (UnicodeDecodeError, S.SkillFormatError) as exc:
+        raise SkillVerificationError(f"{uri}: {exc}: not loaded") from None
+    if not _same(found, entry.frontmatter):
+        fields = sorted(k for k in found.keys() | entry.frontmatter.keys()
+                        if not _same(found.get(k), entry.frontmatter.get(k)))
+        raise SkillVerificationError(f"{uri}: the SKILL.md frontmatter differs from the entry's "
+                                     f"({', '.join(fields)}): not loaded")
+    return LoadedSkill(client, entry, text)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import ProtocolError, TransportClosed, TransportError
 from ..protocol import codec
 from ..transports.stdio import StdioProcess
-from ._credentials import NO_CREDENTIALS
 from ._pending import PendingRequests
-from ._transport import Capabilities, ClientTransport, OnNote, Response, answer_request
+from ._transport import NO_CREDENTIALS, Capabilities, ClientTransport, OnNote, Response, answer_request
 
 log = logging.getLogger("mcpkit.client")
 
@@ -37,6 +37,10 @@ class StdioTransport(PendingRequests, ClientTransport):
         self._reader: asyncio.Task[None] | None = None
         self._spoken = False  # a JSON-RPC message came from this process
         self._garbage: asyncio.TimerHandle | None = None
+        self._eof: asyncio.Future[None] | None = None  # set once the output's EOF is handled
+        self._rfd = -1  # the read end of the server's stdout (-1: none, or read by _reader)
+        self._buf = b""  # the start of a line not complete yet
+        self._skipping = False  # inside an oversized line, until its newline
 
     @property
     def closed(self) -> bool:
@@ -50,37 +54,108 @@ class StdioTransport(PendingRequests, ClientTransport):
         self.note_routes.clear()
         self._spoken = False
         self._cancel_garbage_verdict()
+        loop = asyncio.get_running_loop()
+        self._eof = loop.create_future()
+        # The server's stdout on a pipe of our own, read from a loop callback: an answer resolves
+        # its request's future there, with no reading task to wake in between (one loop turn less
+        # per call). A loop without add_reader (the proactor) reads through a task instead.
+        r, w = os.pipe()
         try:
-            await self.proc.start()
+            loop.add_reader(r, self._readable, r)
+        except NotImplementedError:
+            os.close(r)
+            os.close(w)
+            r = w = -1
+        try:
+            await self.proc.start(stdout=w if w >= 0 else None)
         except OSError as exc:
+            if r >= 0:
+                loop.remove_reader(r)
+                os.close(r)
             raise TransportError(f"cannot start {self.proc.command!r}: {exc.strerror or exc}") from exc
-        self._reader = asyncio.get_running_loop().create_task(self._read())
+        finally:
+            if w >= 0:
+                os.close(w)  # the child has it: EOF comes when the child's copy closes
+        if r >= 0:
+            os.set_blocking(r, False)
+            self._rfd, self._buf, self._skipping = r, b"", False
+        else:
+            self._reader = loop.create_task(self._read())
+
+    def _readable(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._stop_reading()
+            if self._buf and not self._skipping:
+                self._line(self._buf)  # a last line without its newline
+            self._finish()
+            return
+        if self._skipping:
+            i = data.find(b"\n")
+            if i < 0:
+                return
+            self._skipping, data = False, data[i + 1:]
+        lines = (self._buf + data).split(b"\n") if self._buf else data.split(b"\n")
+        self._buf = lines.pop()
+        limit = self.proc.max_line
+        if len(self._buf) > limit:
+            self._buf, self._skipping = b"", True
+            log.warning("skipped a line longer than %d bytes from the server", limit)
+        for line in lines:
+            if len(line) > limit:
+                log.warning("skipped a line longer than %d bytes from the server", limit)
+            else:
+                self._line(line)
+
+    def _stop_reading(self) -> None:
+        if self._rfd >= 0:
+            asyncio.get_running_loop().remove_reader(self._rfd)
+            os.close(self._rfd)
+            self._rfd = -1
 
     async def _read(self) -> None:
+        """The reading task of a loop without add_reader."""
         try:
             while True:
                 line = await self.proc.receive()
                 if line is None:
                     break
-                if not line.strip():
-                    continue
-                try:
-                    msg = codec.decode(line, parse_params=True)
-                except codec.InvalidMessage as exc:
-                    text = line.decode("utf-8", "replace").strip()
-                    shown = text if len(text) <= 200 else text[:199] + "…"
-                    log.warning("server wrote an invalid message: %s: %s", exc.error.message, shown)
-                    self._saw_garbage(shown)
-                    continue
-                if not self._spoken:
-                    self._spoken = True
-                    self._cancel_garbage_verdict()
-                self._dispatch(msg)
-        except Exception as exc:  # pragma: no cover - defensive
-            log.debug("reader stopped: %r", exc)
+                self._line(line)
         finally:
-            code = self.proc.proc.returncode if self.proc.proc else None
-            self._fail_all(TransportClosed(f"the server closed its output{'' if code is None else f' (exit code {code})'}"))
+            self._finish()
+
+    def _finish(self) -> None:
+        code = self.proc.proc.returncode if self.proc.proc else None
+        self._fail_all(TransportClosed(f"the server closed its output{'' if code is None else f' (exit code {code})'}"))
+        if self._eof is not None and not self._eof.done():
+            self._eof.set_result(None)
+
+    def _line(self, line: bytes) -> None:
+        try:
+            self._handle(line)
+        except Exception as exc:  # pragma: no cover - defensive
+            log.debug("reading a line failed: %r", exc)
+
+    def _handle(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            msg = codec.decode(line, parse_params=True)
+        except codec.InvalidMessage as exc:
+            text = line.decode("utf-8", "replace").strip()
+            shown = text if len(text) <= 200 else text[:199] + "…"
+            log.warning("server wrote an invalid message: %s: %s", exc.error.message, shown)
+            self._saw_garbage(shown)
+            return
+        if not self._spoken:
+            self._spoken = True
+            self._cancel_garbage_verdict()
+        self._dispatch(msg)
 
     def _saw_garbage(self, line: str) -> None:
         """Non-JSON-RPC output: if nothing else came yet, give the server a moment to speak."""
@@ -142,6 +217,12 @@ class StdioTransport(PendingRequests, ClientTransport):
                 await asyncio.wait_for(self._reader, 1.0)
             except (TimeoutError, asyncio.CancelledError):
                 self._reader.cancel()
+        elif self._eof is not None and not self._eof.done():
+            try:  # the output's EOF, which fails what is still pending
+                await asyncio.wait_for(asyncio.shield(self._eof), 1.0)
+            except TimeoutError:
+                self._stop_reading()
+                self._finish()
 
     async def abandon(self) -> None:
         await self.close(grace=0.2)  # a process still busy starting is not waited for

@@ -18,6 +18,9 @@ from ..errors import HttpStatusError
 from ..errors import NoAnswer as NoAnswer
 from ..protocol import codec, errors
 
+#: A request's credentials when it carries none (stdio, in-memory): see ``_credentials``.
+NO_CREDENTIALS = ""
+
 log = logging.getLogger("mcpkit.client")
 
 #: Receives (method, params) of a notification.

@@ -5,7 +5,6 @@ Pure functions over bytes, shared by every transport.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, NamedTuple, Union
 
@@ -211,6 +210,8 @@ _LEADING_ID = re.compile(
 
 
 def _salvage_id(data: bytes | str, *, deep: bool = False) -> RequestId | None:
+    import json  # (the error path only: not loaded with the codec)
+
     try:
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
         while raw[:3] == _BOM:  # leniently, any number of them

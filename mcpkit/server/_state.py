@@ -60,22 +60,38 @@ class KeyRing:
     """
 
     def __init__(self, keys: Iterable[str | bytes] | None = None) -> None:
-        from ._keys import derive, key_material, parse_state_keys
-
-        if keys is None:
-            env = os.environ.get("MCPKIT_STATE_KEYS")
-            raw = parse_state_keys(env) if env and env.strip(" ,") else []
+        env = os.environ.get("MCPKIT_STATE_KEYS") if keys is None else None
+        if keys is None and not (env and env.strip(" ,")):
+            raw: list[bytes] = []  # (nothing to check: the key code is not even imported yet)
         else:
-            raw = [key_material(k, index=i) for i, k in enumerate(keys, 1)]
+            from ._keys import key_material, parse_state_keys
+
+            raw = parse_state_keys(env) if env is not None else [key_material(k, index=i) for i, k in
+                                                                 enumerate(keys or (), 1)]
         self.ephemeral = not raw
-        if not raw:
-            raw = [os.urandom(32)]
-        self._keys: dict[bytes, bytes] = {}
-        for material in raw:
-            key_id, aes_key = derive(material)
-            self._keys.setdefault(key_id, aes_key)
-        self._sealing_id = derive(raw[0])[0]
+        self._raw = raw or [os.urandom(32)]
+        self._derived: tuple[dict[bytes, bytes], bytes] | None = None
         self._aead: dict[bytes, Any] = {}
+
+    @property
+    def _keys(self) -> dict[bytes, bytes]:
+        return (self._derived or self._derive())[0]
+
+    @property
+    def _sealing_id(self) -> bytes:
+        return (self._derived or self._derive())[1]
+
+    def _derive(self) -> tuple[dict[bytes, bytes], bytes]:
+        """Key ids and AES keys, on first use (HKDF pulls in hashlib and hmac: a server whose
+        first answers need no requestState does not pay for them at start-up)."""
+        from ._keys import derive
+
+        keys: dict[bytes, bytes] = {}
+        for material in self._raw:
+            key_id, aes_key = derive(material)
+            keys.setdefault(key_id, aes_key)
+        self._derived = keys, derive(self._raw[0])[0]
+        return self._derived
 
     def _cipher(self, key_id: bytes) -> Any:
         c = self._aead.get(key_id)

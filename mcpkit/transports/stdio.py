@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, assert_never
 
@@ -46,6 +47,8 @@ class StdioServerSession:
             legacy=server.serving.legacy)
         self.inflight: dict[codec.RequestId, asyncio.Task[None]] = {}
         self.listens: set[asyncio.Task[None]] = set()  # open subscriptions/listen handlers
+        #: The running loop, once known (asking for it costs a getpid() system call each time).
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def full(self) -> bool:
         """Whether reading must wait for a request to finish (the hot check: one comparison)."""
@@ -80,7 +83,8 @@ class StdioServerSession:
                 return
             action = self.router.receive_request(msg)
             if isinstance(action, ServeModern):  # the hot path
-                task = asyncio.get_running_loop().create_task(self._serve(msg))
+                loop = self._loop or self._running_loop()
+                task = loop.create_task(self._serve(msg))
                 self.inflight[rid] = task
                 if msg.method == "subscriptions/listen":
                     self.listens.add(task)
@@ -91,6 +95,10 @@ class StdioServerSession:
         else:
             assert type(msg) is codec.Response
             self._response(msg)
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        self._loop = asyncio.get_running_loop()
+        return self._loop
 
     def _request(self, req: codec.Request, action: routing.RequestAction[LegacyPeer]) -> None:
         match action:
@@ -154,7 +162,7 @@ class StdioServerSession:
         except asyncio.CancelledError:
             return  # cancelled: nothing more is sent for this id
         finally:
-            task = asyncio.current_task()
+            task = asyncio.current_task(self._loop)
             if self.inflight.get(req.id) is task:
                 del self.inflight[req.id]
             self.listens.discard(task)
@@ -293,6 +301,41 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
         if head:
             yield head
         return
+    feed = _Feed(loop, fd, session, head)
+    os.set_blocking(fd, False)  # as connect_read_pipe would
+    try:
+        loop.add_reader(fd, feed.readable)
+    except NotImplementedError:  # a loop without readiness callbacks (the proactor, on Windows)
+        async for streamed in _stream_lines(loop, fd, session, head):
+            yield streamed
+        return
+    try:
+        while True:
+            await feed.wake
+            feed.wake = loop.create_future()
+            while feed.backlog:
+                if session.full():
+                    await session.room()
+                line = feed.backlog.popleft()
+                if line is None:
+                    session.write(_too_long())
+                else:
+                    yield line
+            if feed.eof:
+                if feed.skipping:
+                    session.write(_too_long())
+                elif feed.buf:
+                    yield feed.buf  # a last line without its newline still counts
+                return
+            loop.add_reader(fd, feed.readable)
+    finally:
+        loop.remove_reader(fd)
+
+
+async def _stream_lines(loop: asyncio.AbstractEventLoop, fd: int, session: StdioServerSession,
+                        head: bytes) -> AsyncIterator[bytes]:
+    """:func:`_lines` through a read pipe transport and a stream reader, for loops that have
+    no ``add_reader``."""
     reader = asyncio.StreamReader(limit=_stdio_main.MAX_LINE, loop=loop)
     if head:
         reader.feed_data(head)
@@ -310,12 +353,80 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
                 return
             except asyncio.LimitOverrunError:
                 await _skip_line(reader)
-                session.write(codec.encode_error(None, errors.invalid_request(
-                    f"message longer than {_stdio_main.MAX_LINE} bytes")))
+                session.write(_too_long())
                 continue
             yield line
     finally:
         transport.close()
+
+
+def _too_long() -> bytes:
+    return codec.encode_error(None, errors.invalid_request(f"message longer than {_stdio_main.MAX_LINE} bytes"))
+
+
+class _Feed:
+    """The read side of the stdio server: the loop calls :meth:`readable` when stdin has data,
+    and complete lines go straight to the session from that callback (no stream reader, no
+    reading task to wake between a line arriving and its request starting). When the session
+    is full, or at EOF, reading stops and :func:`_lines` (woken through ``wake``) takes over
+    the lines left in ``backlog``.
+
+    A line longer than ``MAX_LINE`` is skipped up to its newline and answered with one error
+    (``None`` in the backlog keeps its place among the lines).
+    """
+
+    __slots__ = ("loop", "fd", "session", "buf", "backlog", "eof", "skipping", "wake")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, session: StdioServerSession, head: bytes) -> None:
+        self.loop = loop
+        self.fd = fd
+        self.session = session
+        self.skipping = len(head) > _stdio_main.MAX_LINE  # inside an oversized line, until its newline
+        self.buf = b"" if self.skipping else head  # the start of a line not complete yet
+        self.backlog: deque[bytes | None] = deque()
+        self.eof = False
+        self.wake: asyncio.Future[None] = loop.create_future()
+
+    def readable(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)  # (not 256 KiB as asyncio's pipes: that is an mmap per read)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""  # a broken stdin ends the session as EOF does
+        if not data:
+            self.eof = True
+            self._stop()
+            return
+        session, backlog = self.session, self.backlog
+        if self.skipping:
+            i = data.find(b"\n")
+            if i < 0:
+                return
+            self.skipping = False
+            data = data[i + 1:]
+            if backlog:
+                backlog.append(None)
+            else:
+                session.write(_too_long())
+        lines = (self.buf + data).split(b"\n") if self.buf else data.split(b"\n")
+        self.buf = lines.pop()
+        if len(self.buf) > _stdio_main.MAX_LINE:
+            self.buf, self.skipping = b"", True
+        for line in lines:
+            if backlog or session.full():
+                backlog.append(None if len(line) > _stdio_main.MAX_LINE else line)
+            elif len(line) > _stdio_main.MAX_LINE:
+                session.write(_too_long())
+            else:
+                session.feed(line)
+        if backlog:
+            self._stop()
+
+    def _stop(self) -> None:
+        self.loop.remove_reader(self.fd)
+        if not self.wake.done():
+            self.wake.set_result(None)
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:
@@ -342,13 +453,20 @@ class StdioProcess:
         self.stderr = stderr
         self.proc: asyncio.subprocess.Process | None = None
 
-    async def start(self) -> None:
+    @property
+    def max_line(self) -> int:
+        """The longest line read from the server (longer ones are skipped)."""
+        return _stdio_main.MAX_LINE
+
+    async def start(self, stdout: int | None = None) -> None:
+        """Spawn the process; its stdout goes to the fd ``stdout`` when given (the caller reads
+        it), else to a pipe :meth:`receive` reads."""
         env = None
         if self.env is not None:
             env = {**os.environ, **self.env}
         self.proc = await asyncio.create_subprocess_exec(
             self.command, *self.args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE if stdout is None else stdout,
             stderr=self.stderr, env=env, cwd=self.cwd, limit=_stdio_main.MAX_LINE,
         )
 

@@ -1,0 +1,53 @@
+"""What importing the client and a server loads: only what a first call needs (issue 24).
+Module lists, never timings. Each check runs in a fresh interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.paths import ROOT, subprocess_env
+
+
+def loaded(code: str, names: tuple[str, ...]) -> list[str]:
+    probe = f"import sys\n{code}\nprint(sorted(m for m in {names!r} if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          env=subprocess_env(), timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return list(eval(proc.stdout.strip().splitlines()[-1]))
+
+
+#: Not needed to make a Client and call a tool over stdio.
+CLIENT_DEFERRED = ("httpx", "mcpkit.client._http", "mcpkit.client._sse_legacy", "mcpkit.client._tasks",
+                   "mcpkit.client._tasks_legacy", "mcpkit.client._skills", "mcpkit.frontmatter",
+                   "mcpkit.protocol.skills", "mcpkit.client._credentials", "mcpkit.server", "hashlib", "hmac",
+                   "secrets", "json", "tempfile", "shutil", "shlex")
+
+
+def test_from_mcpkit_import_client_loads_only_the_call_path():
+    assert loaded("from mcpkit import Client", CLIENT_DEFERRED) == []
+
+
+def test_a_stdio_client_made_for_a_command_list_still_defers_them():
+    # Constructing it picks the stdio transport; the era key of a command line is JSON, so json is allowed.
+    code = "from mcpkit import Client\nClient([sys.executable, '-c', 'pass'])"
+    assert loaded(code, tuple(m for m in CLIENT_DEFERRED if m != "json")) == []
+
+
+@pytest.mark.parametrize("name", ["TaskHandle", "LoadedSkill", "Recovery", "EraCache", "Notification"])
+def test_the_client_package_still_exports_everything_lazily(name):
+    assert loaded(f"import mcpkit.client as c\nassert getattr(c, {name!r}) is not None", ()) == []
+
+
+def test_a_one_tool_server_loads_no_key_derivation_until_request_state_is_used():
+    code = ("from mcpkit import Server\nserver = Server('s', '1')\n"
+            "@server.tool()\ndef echo(text: str) -> str:\n    return text\n")
+    assert loaded(code, ("hashlib", "hmac", "mcpkit.server._keys", "json")) == []
+
+
+def test_state_keys_given_are_still_checked_at_once():
+    proc = subprocess.run([sys.executable, "-c", "from mcpkit import Server\nServer('s', '1', state_keys=['hunter2'])"],
+                          capture_output=True, text=True, cwd=ROOT, env=subprocess_env(), timeout=30)
+    assert proc.returncode != 0 and "WeakKeyError" in proc.stderr
