@@ -30,7 +30,6 @@ opentelemetry-api the official SDK brought). Stdlib only in this process.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ import _common
 from _common import BENCH, SERVERS, Pinning, Results, Side, ensure_official_venv, make_sides, ms, pct
 from _http import HttpServer, ensure_wrk, run_wrk
 from _rounds import attempt, interleaved
-from _stdio import check_echo, stdio_round
+from _stdio import check_echo, sequential, stdio_round
 
 SDK_DIR = BENCH / ".venv-otel-sdk"
 WRAP = SERVERS / "otel_wrap.py"
@@ -84,17 +83,9 @@ def stdio_warm(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, 
             for i in range(50):  # warm-up
                 srv.send(_common.echo_line(10_000_000 + i))
                 srv.recv()
-            send, readline, loads, now = srv.send, srv.reader.readline, json.loads, time.perf_counter
-            t_start = now()
-            for i, line in enumerate(requests):
-                t0 = now()
-                send(line)
-                resp = loads(readline(30))
-                lat[name].append(now() - t0)
-                err = check_echo(resp, i + 2)
-                if err:
-                    raise RuntimeError(f"call {i}: {err}")
-            rps[name].append(calls / (now() - t_start))
+            elapsed, took = sequential(srv, requests, lambda i, resp: check_echo(resp, i + 2))
+            lat[name].extend(took)
+            rps[name].append(calls / elapsed)
             srv.close_stdin_and_wait(10)
             if name.endswith("+otel") and b"otel: first span" not in _stderr(srv):
                 res.notes.append(f"{name}: no span was exported (stdio)")

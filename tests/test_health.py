@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +29,6 @@ def serve(*args: str | Path) -> Any:
 
 def base(url: str) -> str:
     return url.rsplit("/", 1)[0]
-
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
 
 
 def wait_for(fn: Any, timeout: float = 10.0) -> Any:

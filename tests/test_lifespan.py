@@ -109,16 +109,20 @@ def stdio_call(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def ops_argv(tmp_path: Path, how: str) -> list[str]:
+    """The ops server on stdio, through ``mcpkit serve`` or its own ``server.run()``."""
+    if how == "serve":
+        return [sys.executable, "-m", "mcpkit", "serve", str(OPS)]
+    script = tmp_path / "run_ops.py"
+    script.write_text(f"import runpy\nns = runpy.run_path({str(OPS)!r})\nns['server'].run()\n")
+    return [sys.executable, str(script)]
+
+
 @pytest.mark.parametrize("how", ["serve", "run"])
 def test_stdio_runs_the_lifespan_around_serving_and_stops_it_at_eof(tmp_path: Path, how: str) -> None:
     log = tmp_path / "events"
     env = {"OPS_LIFESPAN": "1", "OPS_EVENTS": str(log), "PYTHONPATH": str(ROOT)}
-    if how == "serve":
-        argv = [sys.executable, "-m", "mcpkit", "serve", str(OPS)]
-    else:
-        script = tmp_path / "run_ops.py"
-        script.write_text(f"import runpy\nns = runpy.run_path({str(OPS)!r})\nns['server'].run()\n")
-        argv = [sys.executable, str(script)]
+    argv = ops_argv(tmp_path, how)
     got = stdio_call(argv, env)
     assert got["lifespan"]["pool"] == "db-pool"
     pid = str(got["lifespan"]["pid"])
@@ -129,12 +133,7 @@ def test_stdio_runs_the_lifespan_around_serving_and_stops_it_at_eof(tmp_path: Pa
 def test_stdio_shutdown_runs_on_sigterm(tmp_path: Path, how: str) -> None:
     log = tmp_path / "events"
     env = subprocess_env(OPS_LIFESPAN="1", OPS_EVENTS=str(log))
-    if how == "serve":
-        argv = [sys.executable, "-m", "mcpkit", "serve", str(OPS)]
-    else:
-        script = tmp_path / "run_ops.py"
-        script.write_text(f"import runpy\nns = runpy.run_path({str(OPS)!r})\nns['server'].run()\n")
-        argv = [sys.executable, str(script)]
+    argv = ops_argv(tmp_path, how)
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert wait_for(lambda: events(log)), "the lifespan never started"

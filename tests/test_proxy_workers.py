@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,14 +30,6 @@ OTHER_WORKER = "reached another proxy worker"
 
 def proxy_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcpkit", "proxy", *args]
-
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
 
 
 def never(params: Any) -> dict[str, Any]:
