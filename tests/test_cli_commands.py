@@ -47,9 +47,9 @@ def test_call_with_structured_content_pretty_prints_it():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["a=x", "b=3"], "add: argument 'a' expects an integer, got 'x'"),
-    (["a=1"], "add: missing argument b (integer)"),
-    (["a=1", "b=2", "c=3"], "add: unknown argument 'c' (its arguments: a, b)"),
+    (["a=x", "b=3"], "add: invalid params (-32602): argument 'a' expects an integer, got 'x'"),
+    (["a=1"], "add: invalid params (-32602): missing argument b (integer)"),
+    (["a=1", "b=2", "c=3"], "add: invalid params (-32602): unknown argument 'c' (its arguments: a, b)"),
 ])
 def test_bad_arguments_are_checked_first(args, message):
     proc = mcpkit("call", "add", *args, *STDIO)

@@ -267,10 +267,10 @@ def test_cli_lists_calls_and_reports_a_bad_field() -> None:
     # A field of the wrong type is refused against the inputSchema before anything is sent, in
     # the words of a top-level argument of the wrong type (the msgspec path's `add a=x`).
     bad = mcpkit("call", "norm", "--args", '{"p": {"x": "three", "y": 4}}', EXAMPLE)
-    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "mcpkit call: norm: argument 'p.x' expects a number, "
+    assert (bad.returncode, bad.stdout, bad.stderr) == (2, "", "mcpkit call: norm: invalid params (-32602): argument 'p.x' expects a number, "
                                                        "got '\"three\"'\n")
     missing = mcpkit("call", "scale", "--args", '{"points": [{"x": 1, "y": 2}, {"x": 1}]}', EXAMPLE)
-    assert (missing.returncode, missing.stderr) == (2, "mcpkit call: scale: missing argument points[1].y (number)\n")
+    assert (missing.returncode, missing.stderr) == (2, "mcpkit call: scale: invalid params (-32602): missing argument points[1].y (number)\n")
 
 
 CONSTRAINED = """from typing import Annotated

@@ -94,7 +94,7 @@ def check(name: str, schema: Any, values: dict[str, Any], raw: dict[str, str]) -
             extra = schema.get("additionalProperties")
             if props and not extra:
                 known = ", ".join(props) or "none"
-                raise CliError(f"{name}: unknown argument {key!r} (its arguments: {known})", 2)
+                raise _invalid(name, f"unknown argument {key!r} (its arguments: {known})")
             out[key] = value
             continue
         allowed = types_of(prop)
@@ -104,10 +104,10 @@ def check(name: str, schema: Any, values: dict[str, Any], raw: dict[str, str]) -
         if allowed and not any(_fits(value, t) for t in allowed):
             want = " or ".join(_TYPE_NAMES.get(t, t) for t in allowed)
             shown = raw.get(key, json.dumps(value))
-            raise CliError(f"{name}: argument {key!r} expects {want}, got {shown!r}", 2)
+            raise _invalid(name, f"argument {key!r} expects {want}, got {shown!r}")
         if isinstance(prop, dict) and "enum" in prop and value not in prop["enum"]:
             choices = ", ".join(json.dumps(v) for v in prop["enum"])
-            raise CliError(f"{name}: argument {key!r} must be one of {choices}, got {raw.get(key, value)!r}", 2)
+            raise _invalid(name, f"argument {key!r} must be one of {choices}, got {raw.get(key, value)!r}")
         if isinstance(value, float) and value.is_integer() and "integer" in allowed and "number" not in allowed:
             value = int(value)
         out[key] = _nested(name, key, prop, value, schema)
@@ -121,7 +121,7 @@ def _missing(name: str, path: str, schema: dict[str, Any], given: dict[str, Any]
     missing = [k for k in schema.get("required") or [] if k not in given]
     if missing:
         parts = [f"{path}{k} ({type_text(props.get(k), root)})" for k in missing]
-        raise CliError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(parts)}", 2)
+        raise _invalid(name, f"missing argument{'s' if len(missing) > 1 else ''} {', '.join(parts)}")
 
 
 def _nested(name: str, path: str, prop: Any, value: Any, root: Any, depth: int = 0) -> Any:
@@ -136,7 +136,7 @@ def _nested(name: str, path: str, prop: Any, value: Any, root: Any, depth: int =
             where = f"{path}.{key}"
             if sub is None:
                 if prop.get("additionalProperties") is False:
-                    raise CliError(f"{name}: unknown argument {where!r} (its fields: {', '.join(fields) or 'none'})", 2)
+                    raise _invalid(name, f"unknown argument {where!r} (its fields: {', '.join(fields) or 'none'})")
                 continue
             _fit(name, where, sub, item)
             _nested(name, where, sub, item, root, depth + 1)
@@ -153,10 +153,10 @@ def _fit(name: str, where: str, prop: Any, value: Any) -> None:
     allowed = types_of(prop)
     if allowed and not any(_fits(value, t) for t in allowed):
         want = " or ".join(_TYPE_NAMES.get(t, t) for t in allowed)
-        raise CliError(f"{name}: argument {where!r} expects {want}, got {json.dumps(value)!r}", 2)
+        raise _invalid(name, f"argument {where!r} expects {want}, got {json.dumps(value)!r}")
     if isinstance(prop, dict) and "enum" in prop and value not in prop["enum"]:
         choices = ", ".join(json.dumps(v) for v in prop["enum"])
-        raise CliError(f"{name}: argument {where!r} must be one of {choices}, got {json.dumps(value)!r}", 2)
+        raise _invalid(name, f"argument {where!r} must be one of {choices}, got {json.dumps(value)!r}")
 
 
 def resolve(prop: Any, root: Any) -> Any:
@@ -224,3 +224,9 @@ def format_signature(schema: Any) -> str:
             text += " (optional)"
         parts.append(text)
     return ", ".join(parts)
+
+
+def _invalid(name: str, text: str) -> CliError:
+    """Arguments the tool's ``inputSchema`` refuses, caught before anything is sent: one line
+    with the JSON-RPC code for invalid params (a server reports them as a tool error)."""
+    return CliError(f"{name}: invalid params (-32602): {text}", 2)
