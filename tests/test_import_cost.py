@@ -51,3 +51,21 @@ def test_state_keys_given_are_still_checked_at_once():
     proc = subprocess.run([sys.executable, "-c", "from mcpkit import Server\nServer('s', '1', state_keys=['hunter2'])"],
                           capture_output=True, text=True, cwd=ROOT, env=subprocess_env(), timeout=30)
     assert proc.returncode != 0 and "WeakKeyError" in proc.stderr
+
+
+def test_a_stdio_server_answers_discover_without_asyncio():
+    """The stdio opening answers the first lines before any event loop exists: serving one
+    ``server/discover`` and reaching EOF never imports asyncio (about 20 ms of a cold start)."""
+    line = ('{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{'
+            '"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+            '"io.modelcontextprotocol/clientCapabilities":{},'
+            '"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}\n')
+    code = ("import sys, os\nfrom mcpkit import Server\nserver = Server('cold', '1')\n"
+            "@server.tool()\ndef echo(text: str) -> str:\n    return text\n"
+            "server.run(out_fd=os.dup(1))\n"
+            "sys.stderr.write(repr(sorted(m for m in ('asyncio',) if m in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], input=line, capture_output=True, text=True, cwd=ROOT,
+                          env=subprocess_env(), timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert '"result"' in proc.stdout, proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr

@@ -19,7 +19,7 @@ _EXPORTS = {
     # the seam between server/ and transports/
     "Envelope": "mcpkit.transports._envelope",
     "Dispatcher": "mcpkit.transports._interface",
-    "Serving": "mcpkit.transports._interface",
+    "Serving": "mcpkit.transports._envelope",
     "SendRaw": "mcpkit.transports._interface",
     "AuthRefusal": "mcpkit.transports._interface",
     "SessionStore": "mcpkit.transports._http_legacy",
@@ -41,12 +41,12 @@ __all__: list[str] = []
 if TYPE_CHECKING:
     from . import _asgi as asgi  # noqa: F401 (the lazy "asgi" export)
     from ._envelope import Envelope as Envelope
+    from ._envelope import Serving as Serving
     from ._http_legacy import SessionEvents as SessionEvents
     from ._http_legacy import SessionStore as SessionStore
     from ._interface import AuthRefusal as AuthRefusal
     from ._interface import Dispatcher as Dispatcher
     from ._interface import SendRaw as SendRaw
-    from ._interface import Serving as Serving
     from ._loading import RunAtImport as RunAtImport
     from ._loading import hand_over as hand_over
     from ._loading import loading as loading

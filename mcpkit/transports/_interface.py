@@ -7,18 +7,18 @@ protocols, which :class:`mcpkit.Server` and its legacy sessions satisfy.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol import codec, errors
 from ._envelope import Envelope as Envelope
+from ._envelope import Serving as Serving
 
 if TYPE_CHECKING:
-    from ._http_legacy import SessionStore
-    from .routes import HttpRoute
+    import asyncio
+
 
 #: Sends one notification (method, params) on a request's own stream.
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -63,21 +63,6 @@ class LegacyPeer(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Serving:
-    """How a server asks to be served, read once when a transport starts serving it."""
-
-    #: Whether 2025-11-25 clients are served too (the ``initialize`` handshake).
-    legacy: bool
-    #: The server's own OAuth protection for HTTP (None: open), unless the app is given another.
-    auth: Authenticator | None = None
-    #: Where legacy HTTP sessions live when workers share them (None: this process).
-    session_store: SessionStore | None = None
-    #: Extra read-only HTTP routes to mount beside the MCP endpoint (:mod:`.routes`), by path.
-    http_routes: Mapping[str, HttpRoute] = field(default_factory=dict)
-    #: Whether the server has a lifespan (``Server(lifespan=...)``) that
-    #: :meth:`Dispatcher.running` enters around serving.
-    lifespan: bool = False
 
 
 class NoteObserver(Protocol):
