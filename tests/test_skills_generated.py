@@ -237,6 +237,10 @@ def test_changed_and_replace_notify_every_file() -> None:
                     Change("resource_updated", "skill://daily/a.md")]
     with pytest.raises(KeyError):
         skills.changed("skill://nope/SKILL.md")
+    pending = Skills(DynamicSkill(FRONT, md))
+    pending.changed("skill://daily/SKILL.md")  # not served yet: nobody to tell
+    with pytest.raises(KeyError):
+        pending.changed("skill://nope/SKILL.md")
     skills.remove("skill://daily/SKILL.md")
     assert "skill://daily/a.md" not in server.resources
 

@@ -358,9 +358,11 @@ class Skills(Extension[None]):
         For a :class:`DynamicSkill` whose generated content moved on; a skill read from files
         changes through :meth:`add` with ``replace=True``."""
         server = self._server
-        sdef = self._skills[uri]
-        if server is None:
+        if server is None:  # not served yet: nobody to tell
+            if not any(p.uri == uri for p in self._pending):
+                raise KeyError(uri)
             return
+        sdef = self._skills[uri]
         with server.batch_changes():
             for file_uri in sdef.files:
                 server.notify_resource_updated(file_uri)
