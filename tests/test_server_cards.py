@@ -136,6 +136,67 @@ def test_off_by_default() -> None:
             "it enables it)"]
 
 
+def test_card_true_in_the_constructor() -> None:
+    """``Server(card=True)``: the card comes from the server's own info, catalog included."""
+    with _serve("ctor") as u:
+        r = _get(u + "/server-card")
+        assert r.status_code == 200 and r.headers["content-type"] == C.CARD_MEDIA_TYPE
+        card = C.check_card(r.json())
+        assert card["name"] == "com.example/weather" and card["version"] == "1.2.0"
+        assert card["description"] == "Forecasts and alerts" and "repository" not in card
+        assert card["remotes"][0]["url"] == u
+        catalog = _get(u.removesuffix("/mcp") + C.CATALOG_PATH).json()
+        assert catalog["entries"][0]["identifier"] == "urn:air:example.com:mcp:weather"
+        assert catalog["entries"][0]["url"] == u + "/server-card"
+
+        async def info() -> str:
+            async with Client(u) as client:
+                await client.discover()
+                assert client.server_info is not None
+                return client.server_info.name
+
+        assert run(info()) == card["name"]  # consistent with server/discover
+
+
+def test_server_card_method() -> None:
+    """``server.card(**options)`` is ``server.use(ServerCard(**options))``."""
+    with _serve("method") as u:
+        r = _get(u + "/server-card")
+        assert r.status_code == 200 and r.headers["cache-control"] == "public, max-age=60"
+        assert C.check_card(r.json())["name"] == "com.example/weather"
+        assert _get(u.removesuffix("/mcp") + C.CATALOG_PATH).status_code == 404  # catalog=False
+
+
+def test_card_spellings_in_process() -> None:
+    server = Server("w", "1.0.0", description="d")
+    card = server.card(name="com.example/w", identifier="urn:air:example.com:mcp:w")
+    assert server.get_extension(ServerCard) is card and set(server.http_routes) == {
+        "server-card", C.CATALOG_PATH}
+    with pytest.raises(RuntimeError, match="already installed"):
+        server.card(name="com.example/w")
+    given = ServerCard(name="com.example/w", catalog=False)
+    assert Server("w", description="d", card=given).get_extension(ServerCard) is given
+    from_dict = Server("w", description="d", card={"name": "com.example/w", "max_age": 5})
+    assert from_dict.get_extension(ServerCard).max_age == 5  # type: ignore[union-attr]
+    for off in (None, False):
+        assert Server("w", description="d", card=off).http_routes == {}
+
+
+@pytest.mark.parametrize("card, error, problem", [
+    (True, ValueError, "not a card name: give ServerCard\\(name="),   # the server's name is no card name
+    ({"nmae": "com.example/w"}, TypeError, "card options: .*'nmae'"),
+    ({"name": "bare"}, ValueError, "reverse-DNS"),
+    ("yes", TypeError, "card= takes True, a dict of ServerCard options or a ServerCard"),
+    (1, TypeError, "card= takes True"),
+    ({1: "x"}, TypeError, "keyword names"),
+])
+def test_bad_card_argument(card: Any, error: type[Exception], problem: str) -> None:
+    with pytest.raises(error, match=problem):
+        Server("w", description="d", card=card)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nmae'"):
+        Server("w", description="d").card(nmae="com.example/w")
+
+
 # ---------------------------------------------------------------- mcpkit discover --card
 def _discover_card(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mcpkit", "discover", "--card", *args], capture_output=True,

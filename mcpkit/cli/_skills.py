@@ -4,7 +4,9 @@
 ``list`` prints each skill's URI, description and file count from ``skills/list`` (it reads
 no skill file). ``get`` loads one skill: its SKILL.md is read and verified against the entry
 (size, digest, frontmatter) before it is printed; ``--file PATH`` prints one of its other
-files, verified the same way. A skill that fails verification is not printed (exit 1).
+files, verified the same way. A skill that fails verification is not printed (exit 1). A
+``"dynamic"`` skill (generated, no digests) is loaded only with ``--allow-dynamic`` (its
+frontmatter is still compared).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
                    help="TARGET is an http(s) URL or FILE.py (or -- COMMAND [ARGS...] at the end)")
     p.add_argument("--json", action="store_true", help="print the entries (list) or the entry (get) as JSON")
     p.add_argument("--file", metavar="PATH", help="get: print this file of the skill instead of its SKILL.md")
+    p.add_argument("--allow-dynamic", action="store_true",
+                   help="get: load a dynamic skill (generated content, which no digest can verify)")
     add_target_options(p)
     return p
 
@@ -66,7 +70,7 @@ def main(p: argparse.ArgumentParser, ns: argparse.Namespace, items: list[str], t
                     desc = str(e.frontmatter.get("description", "")).splitlines()[0:1]
                     sys.stdout.write(clean(f"{e.uri}  ({files})  {desc[0] if desc else ''}") + "\n")
                 return 0
-            skill = await client.get_skill(rest[0])
+            skill = await client.get_skill(rest[0], allow_dynamic=ns.allow_dynamic)
             if ns.json:
                 sys.stdout.write(dump_json(msgspec.to_builtins(skill.entry)) + "\n")
                 return 0
@@ -75,7 +79,8 @@ def main(p: argparse.ArgumentParser, ns: argparse.Namespace, items: list[str], t
                 try:
                     text = data.decode("utf-8")
                 except UnicodeDecodeError:
-                    sys.stdout.write(clean(f"[binary, {len(data)} bytes, verified]") + "\n")
+                    how = "unverified: dynamic" if skill.entry.resources == "dynamic" else "verified"
+                    sys.stdout.write(clean(f"[binary, {len(data)} bytes, {how}]") + "\n")
                     return 0
             else:
                 text = skill.text

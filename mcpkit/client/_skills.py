@@ -38,19 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["LoadedSkill"]
 
 
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality: booleans are not numbers, 1 == 1.0, dicts by key, lists in order."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
 def check_entry(entry: S.Skill) -> None:
     """Refuse an entry that breaks the rules, before anything of it is read."""
     name = entry.frontmatter.get("name")
@@ -79,6 +66,16 @@ def check_entry(entry: S.Skill) -> None:
     if total > S.MAX_TOTAL_SIZE:
         raise SkillVerificationError(f"{entry.uri}: {total} bytes in all, over the limit of "
                                      f"{S.MAX_TOTAL_SIZE}: not loaded")
+
+
+def _inside(uri: str, root: str) -> bool:
+    """``uri`` names a file under the skill directory ``root`` (no ``.``/``..``/empty segment,
+    percent-encoded or not): a dynamic skill has no list of files to hold it to."""
+    from urllib.parse import unquote
+
+    if not uri.startswith(root + "/"):
+        return False
+    return all(unquote(seg) not in ("", ".", "..") for seg in uri[len(root) + 1:].split("/"))
 
 
 def _bytes_of(result: t.ReadResourceResult, uri: str) -> bytes:
@@ -127,12 +124,13 @@ class LoadedSkill:
         not list is refused: :class:`SkillVerificationError`)."""
         uri = self.resolve(path_or_uri)
         if self.entry.resources == "dynamic":
-            if not uri.startswith(self.root + "/"):
+            if not _inside(uri, self.root):
                 raise SkillVerificationError(f"{uri} is not a file of the skill {self.uri}")
             data = _bytes_of(await self._client.read_resource(uri), uri)
-            self.bytes_read += len(data)
-            if self.bytes_read > S.MAX_TOTAL_SIZE:
+            if self.bytes_read + len(data) > S.MAX_TOTAL_SIZE:
+                self.bytes_read = S.MAX_TOTAL_SIZE + 1  # nothing more of this skill is read
                 raise SkillVerificationError(f"{self.uri}: over {S.MAX_TOTAL_SIZE} bytes read: stopped")
+            self.bytes_read += len(data)
             return data
         listed = {r.uri: r for r in self.entry.resources}
         want = listed.get(uri)
@@ -244,6 +242,9 @@ async def get_skill(client: Any, uri: str, refresh: bool, allow_dynamic: bool) -
             raise SkillVerificationError(f"{uri}: a dynamic skill (no digests) is loaded only with allow_dynamic=True")
         api: Any = client
         data = _bytes_of(await api.read_resource(uri), uri)
+        if len(data) > S.MAX_TOTAL_SIZE:
+            raise SkillVerificationError(f"{uri}: {len(data)} bytes, over the limit of {S.MAX_TOTAL_SIZE} "
+                                         "for a skill: not loaded")
     else:
         want = next(r for r in entry.resources if r.uri == uri)
         data = await _verified(client, want)
@@ -252,9 +253,8 @@ async def get_skill(client: Any, uri: str, refresh: bool, allow_dynamic: bool) -
         found = parse_frontmatter(text)
     except (UnicodeDecodeError, S.SkillFormatError) as exc:
         raise SkillVerificationError(f"{uri}: {exc}: not loaded") from None
-    if not _same(found, entry.frontmatter):
-        fields = sorted(k for k in found.keys() | entry.frontmatter.keys()
-                        if not _same(found.get(k), entry.frontmatter.get(k)))
+    fields = S.frontmatter_differences(found, entry.frontmatter)
+    if fields:
         raise SkillVerificationError(f"{uri}: the SKILL.md frontmatter differs from the entry's "
                                      f"({', '.join(fields)}): not loaded")
     return LoadedSkill(client, entry, text)

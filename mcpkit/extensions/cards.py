@@ -9,7 +9,8 @@ server served over Streamable HTTP::
     server = Server("weather", "1.2.0", description="Forecasts and alerts")
     server.use(ServerCard(name="com.example/weather"))
 
-and the HTTP app serves (through the public route hook, :meth:`Server.add_http_route`):
+(or ``server.card(name="com.example/weather")``, or ``Server(..., card=True)`` for a server
+whose own name is a card name), and the HTTP app serves (through the public route hook, :meth:`Server.add_http_route`):
 
 - ``GET <mcp-url>/server-card``: the card (``application/mcp-server-card+json``):
   ``$schema``, ``name``, ``version``, ``description``, ``title``/``websiteUrl``/``icons``
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ..server import Server
     from ..transports.routes import HttpRequest, HttpResponse
 
-__all__ = ["ServerCard"]
+__all__ = ["ServerCard", "install_card"]
 
 _CORS = [("access-control-allow-origin", "*"), ("access-control-allow-methods", "GET"),
          ("access-control-allow-headers", "Content-Type, If-None-Match"), ("access-control-expose-headers", "ETag")]
@@ -180,3 +181,26 @@ class ServerCard(Extension[None]):
         if _etag_matches(request.headers.get("if-none-match"), etag):
             return HttpResponse(304, b"", headers)
         return HttpResponse(200, body, [("content-type", media_type), *headers])
+
+
+def install_card(server: Server, card: bool | Mapping[str, Any] | ServerCard) -> ServerCard:
+    """Install a card on ``server``: what ``Server(card=...)`` and ``server.card(**options)`` run.
+
+    ``True``: a card from the server's own ``serverInfo`` (its name must then be a card name);
+    a mapping: :class:`ServerCard`'s options; a :class:`ServerCard`: that one. Anything else
+    is a TypeError; an unknown option a TypeError naming it.
+    """
+    if card is True:
+        ext = ServerCard()
+    elif isinstance(card, ServerCard):
+        ext = card
+    elif isinstance(card, Mapping) and not isinstance(card, bool):
+        if not all(isinstance(k, str) for k in card):
+            raise TypeError("card options are keyword names (str)")
+        try:
+            ext = ServerCard(**card)
+        except TypeError as exc:
+            raise TypeError(f"card options: {exc} (see ServerCard)") from None
+    else:
+        raise TypeError(f"card= takes True, a dict of ServerCard options or a ServerCard, not {card!r}")
+    return server.use(ext)

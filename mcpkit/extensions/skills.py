@@ -29,6 +29,17 @@ file paths must stay inside the skill (no ``..``, no absolute path, no symlink l
 and a skill may have at most 512 files and 16 MiB in all. Files are read once, when the skill
 is added: what is served is exactly what was digested. Hidden files (``.name``) and
 ``__pycache__`` are left out of a directory skill unless ``include_hidden=True``.
+
+A :class:`DynamicSkill` is generated when it is read (its entry's ``resources`` is
+``"dynamic"``: no digests, no sizes): its frontmatter is declared, and each generated
+``SKILL.md`` must carry exactly that frontmatter (else it is not served, ``-32603``)::
+
+    skills.add(DynamicSkill({"name": "daily", "description": "Today's report"},
+                            lambda: "---\nname: daily\ndescription: Today's report\n---\n" + report(),
+                            files={"data/today.json": today_json}, prefix="reports"))
+
+See :class:`DynamicSkill` for the rules (sizes, cache hints, bad content); :meth:`Skills.changed`
+tells clients its content moved on.
 """
 
 from __future__ import annotations
@@ -38,8 +49,10 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Union, overload
 from urllib.parse import quote
+
+from msgspec import UNSET
 
 from ..frontmatter import parse_frontmatter
 from ..protocol import errors
@@ -69,11 +82,12 @@ from ..protocol.skills import (
     unknown_skill,
 )
 from . import Extension
+from ._skills_dynamic import DynamicFile, DynamicSkill
 
 if TYPE_CHECKING:
     from ..server import Context, Server
 
-__all__ = ["EXTENSION_ID", "SkillDef", "SkillFile", "SkillFormatError", "Skills"]
+__all__ = ["EXTENSION_ID", "DynamicSkill", "SkillDef", "SkillFile", "SkillFormatError", "Skills"]
 
 _TEXT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "application/xml",
                "application/javascript", "application/x-sh", "application/toml")
@@ -87,6 +101,11 @@ def _mime_type(path: str) -> str:
         return SKILL_MD_MIME
     guessed, _ = mimetypes.guess_type(path, strict=False)
     return guessed or "application/octet-stream"
+
+
+def file_uri(root: str, path: str) -> str:
+    """The URI of the file at ``path`` (relative, '/'-separated) in the skill directory ``root``."""
+    return root + "/" + "/".join(quote(seg, safe=_PATH_SAFE) for seg in path.split("/"))
 
 
 def _check_path(path: str) -> str:
@@ -108,6 +127,11 @@ class SkillFile:
     path: str
     data: bytes
     mime_type: str
+
+    @property
+    def size(self) -> int:
+        """The length of the content in bytes."""
+        return len(self.data)
 
     @property
     def text(self) -> str | None:
@@ -163,7 +187,8 @@ class SkillDef:
             SkillResource(uri=u, digest=digest(f.data), size=len(f.data)) for u, f in self.files.items()])
 
     def file_uri(self, path: str) -> str:
-        return self.root + "/" + "/".join(quote(seg, safe=_PATH_SAFE) for seg in path.split("/"))
+        """The URI of this skill's file at ``path``."""
+        return file_uri(self.root, path)
 
     @classmethod
     def from_directory(cls, directory: str | os.PathLike[str], *, prefix: str = "",
@@ -209,6 +234,16 @@ class SkillDef:
         return skill
 
 
+#: A skill served: its files read when added (digests), or generated when read (``"dynamic"``).
+AnySkill = Union[SkillDef, DynamicSkill]
+SkillSource = Union[str, "os.PathLike[str]", SkillDef, DynamicSkill, Mapping[str, Union[str, bytes]]]
+
+
+def _same_file(a: Any, b: Any) -> bool:
+    """Two files known to have the same content (a generated file is never known to)."""
+    return isinstance(a, SkillFile) and isinstance(b, SkillFile) and a.data == b.data
+
+
 def _encode_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"mcpkit:skills:{offset}".encode()).decode().rstrip("=")
 
@@ -230,8 +265,9 @@ def _decode_cursor(cursor: str | Any, length: int) -> int:
 class Skills(Extension[None]):
     """The skills extension: ``server.use(Skills(*skills, directory_read=..., ...))``.
 
-    Each of ``skills`` is a skill directory (str or path), a :class:`SkillDef`, or a mapping of
-    file paths to contents; add more with :meth:`add`. ``directory_read`` serves (and
+    Each of ``skills`` is a skill directory (str or path), a :class:`SkillDef`, a mapping of
+    file paths to contents, or a :class:`DynamicSkill` (generated when read); add more with
+    :meth:`add`. ``directory_read`` serves (and
     advertises) ``resources/directory/read``. ``ttl_ms``/``cache_scope`` are the cache hints
     of ``skills/list``, ``skills/get`` and the skill files (default: the server's);
     ``page_size`` the ``skills/list`` page (default: the server's).
@@ -239,7 +275,7 @@ class Skills(Extension[None]):
 
     id: ClassVar[str] = EXTENSION_ID
 
-    def __init__(self, *skills: str | os.PathLike[str] | SkillDef | Mapping[str, str | bytes],
+    def __init__(self, *skills: SkillSource,
                  directory_read: bool = False, ttl_ms: int | None = None, cache_scope: t.CacheScope | None = None,
                  page_size: int | None = None) -> None:
         if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms < 0):
@@ -253,30 +289,40 @@ class Skills(Extension[None]):
         self.cache_scope: t.CacheScope | None = cache_scope
         self.page_size = page_size
         self._server: Server | None = None
-        self._skills: dict[str, SkillDef] = {}
-        self._files: dict[str, SkillFile] = {}  # every served file URI (shared by nested skills)
+        self._skills: dict[str, AnySkill] = {}
+        self._files: dict[str, SkillFile | DynamicFile] = {}  # every served file URI (shared by nested skills)
         self._dirs: dict[str, dict[str, t.Resource]] = {}
         self._pending = [self._build(s) for s in skills]
 
     # ------------------------------------------------------------------ the skills served
     @property
-    def skills(self) -> Mapping[str, SkillDef]:
+    def skills(self) -> Mapping[str, AnySkill]:
         """The skills served, by the URI of their SKILL.md."""
         return dict(self._skills)
 
     @staticmethod
-    def _build(skill: Any, prefix: str = "", include_hidden: bool = False) -> SkillDef:
-        if isinstance(skill, SkillDef):
+    def _build(skill: Any, prefix: str = "", include_hidden: bool = False) -> AnySkill:
+        if isinstance(skill, (SkillDef, DynamicSkill)):
             return skill
         if isinstance(skill, (str, os.PathLike)):
             return SkillDef.from_directory(skill, prefix=prefix, include_hidden=include_hidden)
         if isinstance(skill, Mapping):
             return SkillDef(skill, prefix=prefix)
-        raise TypeError(f"a skill is a directory, a SkillDef or a mapping of files, not {type(skill).__name__}")
+        raise TypeError(f"a skill is a directory, a SkillDef, a DynamicSkill or a mapping of files, "
+                        f"not {type(skill).__name__}")
 
+    @overload
+    def add(self, skill: DynamicSkill, *, prefix: str = "", include_hidden: bool = False,
+            replace: bool = False) -> DynamicSkill: ...
+
+    @overload
     def add(self, skill: str | os.PathLike[str] | SkillDef | Mapping[str, str | bytes], *, prefix: str = "",
-            include_hidden: bool = False, replace: bool = False) -> SkillDef:
-        """Serve one more skill (a directory, a :class:`SkillDef` or a mapping of files) and return it.
+            include_hidden: bool = False, replace: bool = False) -> SkillDef: ...
+
+    def add(self, skill: SkillSource, *, prefix: str = "", include_hidden: bool = False,
+            replace: bool = False) -> AnySkill:
+        """Serve one more skill (a directory, a :class:`SkillDef`, a mapping of files or a
+        :class:`DynamicSkill`) and return it.
 
         At any time, also while serving: the new files are resources at once, and clients are
         told (one ``notifications/resources/list_changed``). ``replace=True`` swaps a skill
@@ -302,10 +348,24 @@ class Skills(Extension[None]):
             self._register(server, sdef)
             if old is not None:
                 for uri, f in old.files.items():
-                    new = sdef.files.get(uri)
-                    if new is None or new.data != f.data:
+                    if not _same_file(sdef.files.get(uri), f):
                         server.notify_resource_updated(uri)
         return sdef
+
+    def changed(self, uri: str) -> None:
+        """Tell clients that the content of the skill whose SKILL.md is at ``uri`` changed
+        (KeyError if none is served): ``notifications/resources/updated`` for each of its files.
+        For a :class:`DynamicSkill` whose generated content moved on; a skill read from files
+        changes through :meth:`add` with ``replace=True``."""
+        server = self._server
+        if server is None:  # not served yet: nobody to tell
+            if not any(p.uri == uri for p in self._pending):
+                raise KeyError(uri)
+            return
+        sdef = self._skills[uri]
+        with server.batch_changes():
+            for file_uri in sdef.files:
+                server.notify_resource_updated(file_uri)
 
     def remove(self, uri: str) -> None:
         """Stop serving the skill whose SKILL.md is at ``uri`` (KeyError if none); clients are
@@ -322,7 +382,7 @@ class Skills(Extension[None]):
             for file_uri in gone:
                 server.notify_resource_updated(file_uri)
 
-    def _drop(self, server: Server, sdef: SkillDef) -> list[str]:
+    def _drop(self, server: Server, sdef: AnySkill) -> list[str]:
         """Unregister ``sdef`` (its files no other skill serves); the file URIs removed."""
         del self._skills[sdef.uri]
         still = {u for s in self._skills.values() for u in s.files}
@@ -333,28 +393,42 @@ class Skills(Extension[None]):
         self._index()
         return gone
 
-    def _check(self, server: Server, sdef: SkillDef, replacing: SkillDef | None = None) -> None:
-        others = {u: f for s in self._skills.values() if s is not replacing for u, f in s.files.items()}
+    def _check(self, server: Server, sdef: AnySkill, replacing: AnySkill | None = None) -> None:
+        kept = [s for s in self._skills.values() if s is not replacing]
+        for other in kept:  # a static entry lists its nested skills' files: none can be generated
+            static, dynamic = (other, sdef) if isinstance(sdef, DynamicSkill) else (sdef, other)
+            if isinstance(static, SkillDef) and isinstance(dynamic, DynamicSkill) and \
+                    dynamic.root.startswith(static.root + "/"):
+                raise ValueError(f"the dynamic skill {dynamic.uri} cannot be nested in the skill {static.uri} "
+                                 "(its entry must list every file in it, with digests)")
+        others = {u: f for s in kept for u, f in s.files.items()}
         for uri, f in sdef.files.items():
             mine = others.get(uri)
-            if mine is not None and mine.data != f.data:
+            if mine is not None and not _same_file(mine, f):
                 raise ValueError(f"{uri} is already served by another skill with other content")
             if mine is None and uri not in self._files and (uri in server.resources or sdef.root in server.resources):
                 raise ValueError(f"{uri} is already a resource of this server")
 
-    def _serve(self, server: Server, sdef: SkillDef) -> None:
+    def _serve(self, server: Server, sdef: AnySkill) -> None:
         if sdef.uri in self._skills:
             raise ValueError(f"a skill is already served at {sdef.uri}")
         self._check(server, sdef)
         with server.batch_changes():
             self._register(server, sdef)
 
-    def _register(self, server: Server, sdef: SkillDef) -> None:
+    def _register(self, server: Server, sdef: AnySkill) -> None:
         for uri, f in sdef.files.items():
             if uri in self._files:
                 continue
             self._files[uri] = f
             is_md = f.path == SKILL_MD
+            if isinstance(sdef, DynamicSkill):  # generated at each read: no size, its own cache hints
+                server.resource(uri, name=sdef.name if is_md else f.path,
+                                description=sdef.frontmatter["description"] if is_md else None,
+                                mime_type=f.mime_type, ttl_ms=sdef.ttl_ms,
+                                cache_scope=sdef.cache_scope)(sdef.reader(server, uri))
+                continue
+            assert isinstance(f, SkillFile)
             content: str | bytes = f.text if f.text is not None else f.data
             server.resource(uri, name=sdef.name if is_md else f.path,
                             description=sdef.frontmatter["description"] if is_md else None,
@@ -373,7 +447,8 @@ class Skills(Extension[None]):
                 child = SCHEME + "/".join(path[:depth + 1])
                 kids = dirs.setdefault(parent, {})
                 if depth == len(path) - 1:
-                    kids[child] = t.Resource(uri=child, name=path[-1], mimeType=f.mime_type, size=len(f.data))
+                    kids[child] = t.Resource(uri=child, name=path[-1], mimeType=f.mime_type,
+                                             size=f.size if f.size is not None else UNSET)
                 else:
                     kids.setdefault(child, t.Resource(uri=child, name=path[depth], mimeType=DIRECTORY_MIME))
         self._dirs = dirs

@@ -186,6 +186,26 @@ def check_frontmatter(data: Any) -> dict[str, Any]:
     return data
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """JSON equality: booleans are not numbers, 1 == 1.0, dicts by key, lists in order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def frontmatter_differences(found: dict[str, Any], expected: dict[str, Any]) -> list[str]:
+    """The fields in which a SKILL.md's frontmatter differs from an entry's (sorted; [] if none)."""
+    if same_json(found, expected):
+        return []
+    return sorted(k for k in found.keys() | expected.keys() if not same_json(found.get(k), expected.get(k)))
+
+
 def unknown_skill(uri: str) -> errors.MCPError:
     return errors.invalid_params(f"No skill is served at {uri}", {"uri": uri})
 

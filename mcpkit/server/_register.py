@@ -14,6 +14,7 @@ from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ..extensions import Extension
+    from ..extensions.cards import ServerCard
     from ..transports.routes import HttpRoute, RouteHandler
     from ._bus import ChangeKind
 
@@ -266,3 +267,15 @@ class Registrations:
     def http_routes(self) -> Mapping[str, HttpRoute]:
         """The routes added with :meth:`add_http_route`, by path as given (read-only)."""
         return MappingProxyType(self._routes or {})
+
+    def card(self, **options: Any) -> ServerCard:
+        """Serve this server's card (SEP-2127, a Draft: experimental) and return it.
+
+        A shorthand for ``server.use(ServerCard(**options))`` (the options are
+        :class:`~mcpkit.extensions.cards.ServerCard`'s): ``GET <mcp-url>/server-card`` and
+        ``/.well-known/ai-catalog.json`` over HTTP, consistent with ``server/discover``.
+        """
+        from ..extensions.cards import install_card
+
+        server: Any = self  # a Server (this is one of its base classes)
+        return install_card(server, options)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ..extensions import Extension
+    from ..extensions.cards import ServerCard
     from ..extensions.tasks import Tasks, TaskStore  # loaded only when tasks are used
     from ..proxy import Mount, Mounts
     from ..transports import Dispatcher, SendRaw, Serving, SessionStore
@@ -56,6 +57,7 @@ class Server(Registrations, Operations, Changes):
 
     One ``Server`` serves every request on its own: each carries its version and client
     capabilities in ``params._meta`` (2026-07-28), so nothing is kept between requests.
+    ``card=True`` (or a dict of options, or a ServerCard) serves a server card: :meth:`card`.
     """
 
     #: Capabilities set by :meth:`advertise` (a proxy's backend's), else None: the registrations'.
@@ -88,6 +90,7 @@ class Server(Registrations, Operations, Changes):
         session_store: SessionStore | None = None,
         expose_errors: bool = False,
         lifespan: Lifespan | None = None,
+        card: bool | Mapping[str, Any] | ServerCard | None = None,
     ) -> None:
         if ttl_ms < 0:
             raise ValueError("ttl_ms must be >= 0")
@@ -174,6 +177,10 @@ class Server(Registrations, Operations, Changes):
         self._mounts: Mounts | None = None  # servers mounted here (mount())
         if bus is not None:
             self.use_bus(bus)
+        if card is not None and card is not False:  # experimental (SEP-2127): see server.card()
+            from ..extensions.cards import install_card
+
+            install_card(self, card)
 
     def use_bus(self, bus: Bus) -> None:
         """Fan change notifications out through ``bus`` (before serving; e.g. a Redis bus).
