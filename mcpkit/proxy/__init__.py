@@ -40,6 +40,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
 from ..server import Server
+from . import _tasks_legacy
 from ._backend import Backend
 from ._extensions import carried
 from ._front import STATE_KEY, Forwarder, front_capabilities
@@ -143,6 +144,7 @@ def proxy(
                              instructions=instructions if isinstance(instructions, str) else None,
                              auth=auth, **server_options)
         server.advertise(front_capabilities(card.get("capabilities") or {}, carried(backend)))
+        server.advertise_legacy(_tasks_legacy.legacy_capability(backend))
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()

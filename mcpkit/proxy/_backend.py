@@ -264,7 +264,7 @@ class Backend:
     def params_for(self, params: dict[str, Any], client_caps: dict[str, Any] | None) -> dict[str, Any]:
         """A front request's params as the backend gets them: the front's own ``_meta`` is
         not passed on; a modern backend is told the front client's input capabilities."""
-        out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
+        out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState", "task")}
         if self.era != "legacy" and client_caps is not None:
             caps = {k: v for k, v in client_caps.items() if k in self.declare}
             declared = client_caps.get("extensions")

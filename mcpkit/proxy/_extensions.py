@@ -42,6 +42,11 @@ _METHODS: dict[str, dict[str, tuple[type[t.RequestParams], type[t.Result]]]] = {
     },
 }
 _OPTIONAL = {"resources/directory/read": "directoryRead"}
+#: The 2025-11-25 task methods served to a 2025-11-25 front client of a backend of that era.
+_LEGACY_TASKS: dict[str, tuple[type[t.RequestParams], type[t.Result]]] = {
+    "tasks/list": (t.PaginatedParams, t.Result),
+    "tasks/result": (tasks.TaskParams, t.Result),
+}
 #: Extensions carried only from a backend of this era.
 _MODERN_ONLY = frozenset({tasks.EXTENSION_ID})
 
@@ -79,11 +84,16 @@ Forward = Callable[[str, type[Any], "Context", Any], Any]
 def install(server: Server, backend: Backend, forward: Forward) -> None:
     """Serve on ``server`` the methods of every extension :func:`carried` from ``backend``;
     ``forward(method, result_type, ctx, params)`` answers each."""
+    from . import _tasks_legacy
+
     found = carried(backend)
     backend.extensions = frozenset(found)
     for ext_id, settings in found.items():
         capability = f"extensions/{ext_id}"
-        for method, (params_type, result_type) in _METHODS[ext_id].items():
+        methods = dict(_METHODS[ext_id])
+        if ext_id == tasks.EXTENSION_ID and _tasks_legacy.offers(backend):
+            methods.update(_LEGACY_TASKS)
+        for method, (params_type, result_type) in methods.items():
             needs = _OPTIONAL.get(method)
             if needs is not None and not settings.get(needs):
                 continue

@@ -235,8 +235,14 @@ class Forwarder:
     async def forward_extension(self, method: str, typ: type[Any], ctx: Context, params: Any) -> Any:
         """A carried extension's method (skills, tasks): one backend request, its result typed."""
         self._seen()
-        if self.backend.era == "legacy" and method.startswith("tasks/"):  # 2025-11-25 tasks, translated
-            return await _tasks_legacy.forward(await self._session(ctx), method, params)
+        if self.backend.era == "legacy" and method.startswith("tasks/"):  # 2025-11-25 tasks
+            legacy_front = not versions.is_modern(ctx.protocol_version)
+            if method in _tasks_legacy.LEGACY_METHODS and not legacy_front:
+                raise errors.method_not_found(method)
+            session = await self._session(ctx)
+            if method == "tasks/result":  # it waits for the task, whose questions come meanwhile
+                return await self._drive(ctx, params, None, {"taskId": params.taskId}, final=False, session=session)
+            return await _tasks_legacy.forward(session, method, params, legacy_front=legacy_front)
         send = self._params(ctx, params)
         if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
             send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
@@ -275,11 +281,14 @@ class Forwarder:
             return await self._drive(ctx, params, call)
         session = await self._session(ctx)
         send = self._params(ctx, params)
-        if await self._as_legacy_task(ctx, session, params):
-            send["task"] = {}
+        front_task = getattr(params, "task", UNSET)  # a 2025-11-25 front client's task-augmented call
+        as_is = front_task is not UNSET and not versions.is_modern(ctx.protocol_version) \
+            and _tasks_legacy.offers(self.backend)
+        if as_is or await self._as_legacy_task(ctx, session, params):
+            send["task"] = front_task if as_is else {}
             raw = await self._drive(ctx, params, None, send, session=session, final=False)
             if _tasks_legacy.is_created(raw):
-                return _tasks_legacy.created(raw)
+                return raw if as_is else _tasks_legacy.created(raw)
             return self._typed(method, _ASKING[method], raw)
         return await self._drive(ctx, params, None, send, session=session)
 

@@ -13,10 +13,18 @@ A 2025-11-25 server that offers tool tasks (``capabilities.tasks.requests.tools.
   ``tasks/result`` and inlined (``result``, or ``error``);
 - ``tasks/cancel`` is the backend's ``tasks/cancel``.
 
+A 2025-11-25 front client gets the backend's tasks as they are: the front's ``initialize``
+advertises the backend's ``tasks`` capability (``list``, ``cancel``, ``requests.tools.call``),
+a task-augmented ``tools/call`` (its ``task``) is sent on with it and answered with the
+backend's ``{"task": {...}}``, and ``tasks/get``, ``tasks/list``, ``tasks/cancel`` and
+``tasks/result`` are the backend's. Questions a task asks arrive (as a 2025-11-25 server
+sends them) while ``tasks/result`` waits on the backend session: the front's ``tasks/result``
+is a forwarded call like ``tools/call``, so they reach the front client as real requests.
+
 Tasks live in the backend session that created them: the caller's own (:mod:`._pool`).
-Not carried: questions a 2025-11-25 task asks (they arrive through ``tasks/result`` on the
-backend session); ``tasks/update`` is refused with ``-32602``, and such a task is reported
-``input_required`` without ``inputRequests``.
+Not carried to a 2026-07-28 front client: the questions a task asks; ``tasks/update`` is
+refused with ``-32602``, and such a task is reported ``input_required`` without
+``inputRequests``.
 """
 
 from __future__ import annotations
@@ -44,6 +52,21 @@ def offers(backend: Backend) -> bool:
     for key in ("requests", "tools", "call"):
         node = node.get(key) if isinstance(node, dict) else None
     return isinstance(node, dict)
+
+
+#: The 2025-11-25 methods a legacy front client gets (beside the extension's tasks/get, tasks/cancel).
+LEGACY_METHODS = ("tasks/list", "tasks/result")
+
+
+def legacy_capability(backend: Backend) -> dict[str, Any]:
+    """The ``tasks`` capability a 2025-11-25 front client is offered: what the backend's has of
+    ``list``, ``cancel`` and ``requests.tools.call`` (``{}`` when it offers no tool tasks)."""
+    if not offers(backend):
+        return {}
+    cap = (backend.card.get("capabilities") or {})["tasks"]
+    out: dict[str, Any] = {k: {} for k in ("list", "cancel") if isinstance(cap.get(k), dict)}
+    out["requests"] = {"tools": {"call": {}}}
+    return {"tasks": out}
 
 
 def wanted(ctx: Context) -> bool:
@@ -97,8 +120,18 @@ def created(raw: dict[str, Any]) -> tasks.CreateTaskResult:
     return _convert(_fields(raw["task"]), tasks.CreateTaskResult, "tools/call")  # type: ignore[no-any-return]
 
 
-async def forward(session: Backend, method: str, params: Any) -> Any:
-    """``tasks/get``, ``tasks/cancel`` (and a refused ``tasks/update``) on the backend session."""
+async def forward(session: Backend, method: str, params: Any, *, legacy_front: bool = False) -> Any:
+    """``tasks/get``, ``tasks/cancel`` (and a refused ``tasks/update``) on the backend session;
+    for a 2025-11-25 front client, those and ``tasks/list`` as the backend answers them."""
+    if legacy_front:
+        if method == "tasks/update":
+            raise errors.method_not_found(method)
+        send: dict[str, Any] = {}
+        if getattr(params, "taskId", None) is not None:
+            send["taskId"] = params.taskId
+        elif isinstance(getattr(params, "cursor", None), str):
+            send["cursor"] = params.cursor
+        return await session.request(method, send or None)
     if method == "tasks/update":
         raise errors.invalid_params("tasks/update: the backend is a 2025-11-25 server, whose task questions the "
                                     "proxy does not carry")

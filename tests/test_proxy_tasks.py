@@ -1,0 +1,103 @@
+"""2025-11-25 tasks through the proxy to a 2025-11-25 backend (npm server-everything's
+``simulate-research-query``, ``execution.taskSupport: "required"``), for a 2025-11-25 front
+client: the ``tasks`` capability in ``initialize``, a task-augmented ``tools/call``,
+``tasks/get``, ``tasks/list``, ``tasks/cancel``, ``tasks/result``, and the question a task asks
+(its ``ambiguous`` argument) reaching the front client as a real ``elicitation/create``.
+
+A peer that cannot be installed FAILS these tests.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mcpkit import EraCache, MCPError
+from mcpkit.client import Client, TaskCancelled
+from mcpkit.client._tasks_legacy import LegacyTaskHandle
+from tests.helpers.aio import run
+from tests.helpers.cli import everything_argv
+from tests.helpers.servers import running_server
+
+
+@pytest.fixture(scope="module")
+def proxied_everything() -> Iterator[str]:
+    argv = everything_argv()
+    with running_server(lambda port: [sys.executable, "-m", "mcpkit", "proxy", "--http", "--port", str(port),
+                                      "--", *argv], timeout=60) as url:
+        yield url
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_a_legacy_client_gets_the_backends_tasks(proxied_everything: str) -> None:
+    async def main() -> tuple[Any, ...]:
+        async with Client(proxied_everything, mode="legacy", era_cache=EraCache()) as client:
+            assert client.era == "legacy"
+            init = await client.discover_raw()
+            caps = init["capabilities"]
+            statuses: list[str] = []
+            handle = await client.call_tool("simulate-research-query", {"topic": "tides"}, task=True)
+            first = (type(handle), handle.task_id, handle.status)
+            listed = [t["taskId"] for t in await client.list_tasks()]
+            result = await handle.result(on_status=lambda status, message: statuses.append(status))
+            doomed = await client.call_tool("simulate-research-query", {"topic": "waves"}, task=True)
+            await doomed.cancel()
+            with pytest.raises(TaskCancelled):
+                await doomed.result()
+            return caps, first, listed, statuses, text_of(result), doomed.status
+
+    caps, first, listed, statuses, text, doomed = run(main(), 90)
+    assert caps["tasks"]["requests"] == {"tools": {"call": {}}}
+    assert "extensions" not in caps or caps["extensions"].get("io.modelcontextprotocol/tasks") is not None
+    kind, task_id, status = first
+    assert kind is LegacyTaskHandle and isinstance(task_id, str) and status == "working"
+    assert task_id in listed
+    assert statuses[0] == "working" and statuses[-1] == "completed"
+    assert "Research Report: tides" in text
+    assert doomed == "cancelled"
+
+
+@pytest.mark.parametrize("answer", [{"action": "accept", "content": {"interpretation": "historical"}},
+                                    {"action": "decline"}])
+def test_a_tasks_question_reaches_the_legacy_client(proxied_everything: str, answer: dict[str, Any]) -> None:
+    async def main() -> tuple[list[Any], list[str], str]:
+        asked: list[Any] = []
+        statuses: list[str] = []
+
+        async def elicit(params: Any) -> dict[str, Any]:
+            asked.append(params)
+            return answer
+
+        async with Client(proxied_everything, mode="legacy", era_cache=EraCache(), elicitation=elicit) as client:
+            handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True},
+                                            task=True)
+            result = await handle.result(on_status=lambda status, message: statuses.append(status))
+            return asked, statuses, text_of(result)
+
+    asked, statuses, text = run(main(), 90)
+    assert len(asked) == 1 and "tides" in asked[0].message
+    assert "input_required" in statuses and statuses[-1] == "completed"
+    if answer["action"] == "accept":
+        assert "# Research Report: tides (historical)" in text
+    else:
+        assert "User declined - using default interpretation" in text
+
+
+def test_the_legacy_task_methods_are_not_served_to_a_modern_client(proxied_everything: str) -> None:
+    async def main() -> list[int]:
+        codes = []
+        async with Client(proxied_everything, era_cache=EraCache()) as client:
+            assert client.era == "modern"
+            for method in ("tasks/result", "tasks/list"):
+                with pytest.raises(MCPError) as info:
+                    await client.request(method, {"taskId": "x"} if method == "tasks/result" else None)
+                codes.append(info.value.code)
+        return codes
+
+    assert run(main(), 60) == [-32601, -32601]
