@@ -101,3 +101,94 @@ def test_the_legacy_task_methods_are_not_served_to_a_modern_client(proxied_every
         return codes
 
     assert run(main(), 60) == [-32601, -32601]
+
+
+@pytest.mark.parametrize("answer", [{"action": "accept", "content": {"interpretation": "historical"}},
+                                    {"action": "decline"}])
+def test_a_tasks_question_reaches_a_modern_client_through_the_tasks_extension(
+        proxied_everything: str, answer: dict[str, Any]) -> None:
+    # The 2026-07-28 client sees the task input_required with inputRequests in tasks/get,
+    # answers them with tasks/update (its TaskHandle does), and the task goes on.
+    async def main() -> tuple[list[Any], list[str], str]:
+        asked: list[Any] = []
+        statuses: list[str] = []
+
+        async def elicit(params: Any) -> dict[str, Any]:
+            asked.append(params)
+            return answer
+
+        async with Client(proxied_everything, era_cache=EraCache(), elicitation=elicit) as client:
+            assert client.era == "modern"
+            handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True},
+                                            task=True)
+            result = await handle.result(on_status=lambda status, message: statuses.append(status))
+            return asked, statuses, text_of(result)
+
+    asked, statuses, text = run(main(), 90)
+    assert len(asked) == 1 and "tides" in asked[0].message
+    assert "input_required" in statuses and statuses[-1] == "completed"
+    if answer["action"] == "accept":
+        assert "# Research Report: tides (historical)" in text
+    else:
+        assert "User declined - using default interpretation" in text
+
+
+def test_tasks_update_with_nothing_waiting_is_refused(proxied_everything: str) -> None:
+    async def main() -> tuple[str, str]:
+        async with Client(proxied_everything, era_cache=EraCache(),
+                          elicitation=lambda p: {"action": "decline"}) as client:
+            handle = await client.call_tool("simulate-research-query", {"topic": "x"}, task=True)
+            with pytest.raises(MCPError) as none:
+                await client.request("tasks/update", {"taskId": handle.task_id, "inputResponses": {"elicit-1": {}}})
+            await handle.cancel()
+            with pytest.raises(MCPError) as unknown:
+                await client.request("tasks/update", {"taskId": "nope", "inputResponses": {}})
+            return none.value.message, unknown.value.message
+
+    first, second = run(main(), 60)
+    assert "no question elicit-1 of task" in first and "waiting here" in second
+
+
+def test_a_tasks_question_goes_to_that_tasks_result_only() -> None:
+    # A 2025-11-25 backend marks a task's question with related-task: it goes to the held
+    # tasks/result of that task, never to another request in flight (and plain questions never
+    # go to a held tasks/result).
+    from mcpkit.proxy._backend import Backend
+    from mcpkit.proxy._pending import BackendCall
+
+    backend = Backend(["true"])
+    plain, held = BackendCall("tools/call", "p"), BackendCall("tasks/result", "p")
+    held.task_id = "t1"
+    backend.inflight += [plain, held]
+    assert backend._route("t1") is held
+    assert backend._route("t2") is None
+    assert backend._route() is plain
+    backend.inflight.remove(plain)
+    assert backend._route() is None
+
+
+def test_legacy_only_capabilities_are_in_initialize_not_discover() -> None:
+    import json
+
+    from mcpkit import Server
+    from mcpkit.protocol import codec
+    from mcpkit.server._legacy import LegacySession
+
+    server = Server("s")
+
+    @server.tool()
+    def hello() -> str:
+        return "hi"
+
+    server.advertise_legacy({"tasks": {"list": {}}})
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        session = LegacySession(server)
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+        reply = await session.handle(codec.Request(1, "initialize", init))
+        async with Client(server) as new:
+            return json.loads(reply[0])["result"]["capabilities"], (await new.discover_raw())["capabilities"]
+
+    legacy, modern = run(main(), 30)
+    assert legacy["tasks"] == {"list": {}} and "tools" in legacy
+    assert "tasks" not in modern and "tools" in modern

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit.proxy")
 
+#: A 2025-11-25 server's mark on a message that belongs to a task.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Notifications that change what the front serves.
 CHANGE_NOTES = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
                           "notifications/resources/list_changed", "notifications/resources/updated"})
@@ -235,26 +237,38 @@ class Backend:
             log.info("the backend refused logging/setLevel %s: %s", level, exc)
 
     # ---------------------------------------------------------------- the backend's questions
-    def _route(self) -> BackendCall | None:
-        live = [c for c in self.inflight if not c.done]
+    def _route(self, task_id: str | None = None) -> BackendCall | None:
+        if task_id is not None:  # a 2025-11-25 task's question: to that task's tasks/result
+            for c in self.inflight:
+                if c.task_id == task_id and not c.done:
+                    return c
+            return None
+        live = [c for c in self.inflight if not c.done and c.task_id is None]
         if not live:
             return None
         if len({c.principal for c in live}) > 1:
             return None  # several callers: the question could reach the wrong one
         return live[-1]
 
-    async def _relay(self, method: str, params: Any) -> Any:
-        call = self._route()
+    async def _relay(self, method: str, params: Any, raw: Any = None) -> Any:
+        meta = raw.get("_meta") if isinstance(raw, dict) else None
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        task_id = related.get("taskId") if isinstance(related, dict) else None
+        call = self._route(task_id if isinstance(task_id, str) else None)
         if call is None:
             raise errors.MCPError(errors.INTERNAL_ERROR, f"{method}: the proxy cannot tell which client request "
                                   "this is for (none, or several from different callers, are in flight)")
         return await call.ask(method, params)
 
     async def _elicit(self, params: Any) -> Any:
-        return await self._relay("elicitation/create", _plain(params))
+        from ..client import asking_params
+
+        return await self._relay("elicitation/create", _plain(params), asking_params())
 
     async def _sample(self, params: Any) -> Any:
-        return await self._relay("sampling/createMessage", _plain(params))
+        from ..client import asking_params
+
+        return await self._relay("sampling/createMessage", _plain(params), asking_params())
 
     async def _roots(self) -> Any:
         answer = await self._relay("roots/list", None)

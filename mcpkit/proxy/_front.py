@@ -99,6 +99,8 @@ class Forwarder:
             self.ttl_ms = ttl_ms if ttl_ms is not None else int(card.get("ttlMs") or 0)
             self.cache_scope = cache_scope or str(card.get("cacheScope") or "private")
         self.pending = PendingCalls(self._cancel, limit=pending_limit, ttl=pending_ttl)
+        #: 2025-11-25 tasks' questions held for 2026-07-28 front clients (:mod:`._tasks_legacy`).
+        self.waiting = _tasks_legacy.Waiting(limit=pending_limit)
         self.front_loop: asyncio.AbstractEventLoop | None = None
         #: The backend tools' ``x-mcp-header`` annotations, by tool name (replaced whole on change).
         self.header_maps: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -241,8 +243,10 @@ class Forwarder:
                 raise errors.method_not_found(method)
             session = await self._session(ctx)
             if method == "tasks/result":  # it waits for the task, whose questions come meanwhile
-                return await self._drive(ctx, params, None, {"taskId": params.taskId}, final=False, session=session)
-            return await _tasks_legacy.forward(session, method, params, legacy_front=legacy_front)
+                return await self._drive(ctx, params, None, {"taskId": params.taskId}, final=False, session=session,
+                                         task_id=params.taskId)
+            return await _tasks_legacy.forward(session, method, params, legacy_front=legacy_front,
+                                               waiting=self.waiting, principal=ctx.principal)
         send = self._params(ctx, params)
         if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
             send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
@@ -340,7 +344,8 @@ class Forwarder:
                                     f"{_MAX_ROUNDS} rounds")
 
     async def _drive(self, ctx: Context, params: Any, call: BackendCall | None,
-                     send: dict[str, Any] | None = None, *, final: bool = True, session: Backend | None = None) -> Any:
+                     send: dict[str, Any] | None = None, *, final: bool = True, session: Backend | None = None,
+                     task_id: str | None = None) -> Any:
         """Run a backend call (``call``, resumed; or a new one with params ``send``), passing
         its progress and log messages on and its questions to the front, until it ends: its
         result (typed when ``final``, else the raw dict) or its error raised."""
@@ -349,6 +354,7 @@ class Forwarder:
         assert bridge is not None
         if call is None:
             call = BackendCall(method, ctx.principal)
+            call.task_id = task_id
             await bridge.run((session or self.backend).start_call(
                 call, method, send or {}, progress=ctx.progress_token is not None, log_level=ctx.log_level))
         try:
