@@ -55,7 +55,7 @@ class Backend:
     def __init__(self, target: Any, *, connect_timeout: float = 10.0, request_timeout: float = 60.0,
                  call_timeout: float = 600.0, declare: Sequence[str] = ("elicitation", "sampling", "roots"),
                  label: str | None = None, max_sessions: int = 16, idle_ttl: float = 300.0,
-                 **client_options: Any) -> None:
+                 bridge: LoopThread | None = None, **client_options: Any) -> None:
         for name in declare:
             if name not in ("elicitation", "sampling", "roots"):
                 raise ValueError(f"declare: unknown client capability {name!r} (elicitation, sampling, roots)")
@@ -78,6 +78,8 @@ class Backend:
         self.on_change: Callable[[str, dict[str, Any]], None] | None = None
         self.inflight: list[BackendCall] = []  # backend loop only
         self.bridge: LoopThread | None = None
+        #: A loop shared with other backends (a host's mounts): used, never stopped, here.
+        self.shared_bridge = bridge
         self._listener: asyncio.Task[None] | None = None
         self._level_rank: int | None = None  # a legacy backend's session log level, once set
         #: The backend's extensions the front carries (their declarations reach the backend).
@@ -95,7 +97,7 @@ class Backend:
     def connect(self) -> None:
         """Start the backend loop and connect (blocking; raises the connection's error)."""
         if self.bridge is None:
-            self.bridge = LoopThread()
+            self.bridge = self.shared_bridge or LoopThread()
         try:
             self.bridge.run_sync(self.open(), self.connect_timeout + 5.0)
         except BaseException:
@@ -185,7 +187,8 @@ class Backend:
             bridge.run_sync(self.shutdown(), 5.0)
         except Exception:  # the loop is going away regardless
             log.debug("closing the backend failed", exc_info=True)
-        bridge.stop()
+        if bridge is not self.shared_bridge:
+            bridge.stop()
 
     def busy(self) -> bool:
         """Whether a forwarded request is in flight (or parked for an MRTR retry) here, or a
