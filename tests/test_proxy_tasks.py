@@ -192,3 +192,46 @@ def test_legacy_only_capabilities_are_in_initialize_not_discover() -> None:
     legacy, modern = run(main(), 30)
     assert legacy["tasks"] == {"list": {}} and "tools" in legacy
     assert "tasks" not in modern and "tools" in modern
+
+
+# ---------------------------------------------------------------- a 2026-07-28 backend's tasks extension
+@pytest.fixture(scope="module")
+def proxied_tasks_server() -> Iterator[str]:
+    from tests.helpers.paths import TASKS_SERVER, serve_argv
+
+    argv = serve_argv(TASKS_SERVER)
+    with running_server(lambda port: [sys.executable, "-m", "mcpkit", "proxy", "--http", "--port", str(port),
+                                      "--", *argv], timeout=60) as url:
+        yield url
+
+
+def test_a_modern_backends_tasks_reach_a_legacy_client_as_2025_11_25_tasks(proxied_tasks_server: str) -> None:
+    def answer_name(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada", "ok": True}}
+
+    async def main() -> tuple[Any, ...]:
+        async with Client(proxied_tasks_server, mode="legacy", era_cache=EraCache(),
+                          elicitation=answer_name) as client:
+            assert client.era == "legacy"
+            caps = (await client.discover_raw())["capabilities"]
+            handle = await client.call_tool("slow", {"seconds": 0.3, "label": "render"}, task=True)
+            first = (type(handle), handle.task_id, handle.status)
+            done = text_of(await handle.result())
+            asking = await client.call_tool("ask_twice", task=True)  # its questions: real requests
+            asked = text_of(await asking.result())
+            doomed = await client.call_tool("slow", {"seconds": 30}, task=True)
+            await doomed.cancel()
+            failing = await client.call_tool("protocol_error", task=True)
+            with pytest.raises(MCPError) as info:
+                await failing.result()
+            plain = text_of(await client.call_tool("slow", {"seconds": 0.01, "label": "now"}))
+            return caps, first, done, asked, doomed.status, info.value.message, plain
+
+    caps, first, done, asked, doomed, failed, plain = run(main(), 90)
+    assert caps["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert first[0] is LegacyTaskHandle and first[1] and first[2] == "working"
+    assert done == "render done after 0.3s"
+    assert asked == "Ada/True/Ada"
+    assert doomed == "cancelled"
+    assert "the job broke" in failed
+    assert plain == "now done after 0.01s"

@@ -40,7 +40,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
 from ..server import Server
-from . import _tasks_legacy
+from . import _tasks_legacy, _tasks_modern
 from ._backend import Backend
 from ._extensions import carried
 from ._front import STATE_KEY, Forwarder, front_capabilities
@@ -144,10 +144,11 @@ def proxy(
                              instructions=instructions if isinstance(instructions, str) else None,
                              auth=auth, **server_options)
         server.advertise(front_capabilities(card.get("capabilities") or {}, carried(backend)))
-        server.advertise_legacy(_tasks_legacy.legacy_capability(backend))
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()
+        server.advertise_legacy(_tasks_legacy.legacy_capability(backend) or
+                                (_tasks_modern.capability() if _tasks_modern.offers(backend) else {}))
         forwarder.load_tool_headers()
         server.backend = backend
         server.forwarder = forwarder

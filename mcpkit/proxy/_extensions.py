@@ -91,8 +91,9 @@ def install(server: Server, backend: Backend, forward: Forward) -> None:
     for ext_id, settings in found.items():
         capability = f"extensions/{ext_id}"
         methods = dict(_METHODS[ext_id])
-        if ext_id == tasks.EXTENSION_ID and _tasks_legacy.offers(backend):
-            methods.update(_LEGACY_TASKS)
+        if ext_id == tasks.EXTENSION_ID:  # 2025-11-25 front clients get that revision's tasks
+            methods.update(_LEGACY_TASKS if _tasks_legacy.offers(backend) else
+                           {"tasks/result": _LEGACY_TASKS["tasks/result"]})
         for method, (params_type, result_type) in methods.items():
             needs = _OPTIONAL.get(method)
             if needs is not None and not settings.get(needs):

@@ -34,7 +34,7 @@ from ..protocol import headers as H
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..server import InputRequired, Server
-from . import _extensions, _tasks_legacy
+from . import _extensions, _tasks_legacy, _tasks_modern
 from ._pending import BackendCall, PendingCalls
 from ._subscriptions import Upstream
 
@@ -247,6 +247,12 @@ class Forwarder:
                                          task_id=params.taskId)
             return await _tasks_legacy.forward(session, method, params, legacy_front=legacy_front,
                                                waiting=self.waiting, principal=ctx.principal)
+        if method.startswith("tasks/") and not versions.is_modern(ctx.protocol_version):
+            if method == "tasks/update":  # (a 2026-07-28 backend's tasks, as 2025-11-25 ones)
+                raise errors.method_not_found(method)
+            return await _tasks_modern.forward(self.backend, ctx, method, params)
+        if method == "tasks/result":
+            raise errors.method_not_found(method)
         send = self._params(ctx, params)
         if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
             send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
@@ -316,6 +322,9 @@ class Forwarder:
         base = self._params(ctx, params)
         responses = msgspec.to_builtins(params.inputResponses) if params.inputResponses is not UNSET else None
         modern_front = versions.is_modern(ctx.protocol_version)
+        as_task = not modern_front and getattr(params, "task", UNSET) is not UNSET and _tasks_modern.offers(self.backend)
+        if as_task:  # a 2025-11-25 task-augmented call: the backend's tasks extension, declared
+            base = _tasks_modern.declare(base)
         for _ in range(_MAX_ROUNDS):
             out = dict(base)
             if responses is not None:
@@ -325,7 +334,7 @@ class Forwarder:
                 out["requestState"] = state
             result = await self._drive(ctx, params, None, out, final=False)
             if _extensions.is_task(result):  # a tasks backend's handle: the task lives there
-                return _extensions.task_handle(result)
+                return _tasks_modern.created(result) if as_task else _extensions.task_handle(result)
             if result.get("resultType") != "input_required":
                 return self._typed(method, _ASKING[method], result)
             requests = result.get("inputRequests")
