@@ -22,6 +22,9 @@ own loop (no thread hop per call). Era translation:
   front client that lacks one gets ``-32021`` and the backend's question an error, never a hang;
 - cache hints pass through from a modern backend; for a legacy one they come from ``ttl_ms``
   and ``cache_scope`` (``private`` when the front has ``auth``, else ``public``);
+- tasks cross eras: a backend's tasks (2025-11-25 tool tasks, or the 2026-07-28 tasks
+  extension) are offered to each front client in its own revision's form, questions a task
+  asks included (:mod:`._tasks_legacy`, :mod:`._tasks_modern`);
 - progress and cancellation pass through; a backend failure is one JSON-RPC error. A stdio
   backend that dies is restarted by the client's recovery rules (``restart=``).
 

@@ -9,7 +9,9 @@
   client's declaration of the extension reaches the backend with each request (a task is
   only created for a request that declares it). Task ids are the backend's: nothing is kept
   in the proxy, so any worker answers any of them. A 2025-11-25 backend's tool tasks are
-  served as this extension too (:mod:`._tasks_legacy`).
+  served as this extension too (:mod:`._tasks_legacy`), and to 2025-11-25 front clients as
+  that revision's tasks; a 2026-07-28 backend's tasks reach 2025-11-25 front clients as
+  2025-11-25 tasks (:mod:`._tasks_modern`).
 
 The front advertises each carried extension with the backend's own settings; an extension
 the proxy does not know is not advertised (its methods would have nowhere to go).
