@@ -75,6 +75,16 @@ class ProxyServer(Server):
         kwargs.setdefault("runner", self.runner())
         super().run(transport, **kwargs)
 
+    def relay_through(self, node: Any) -> None:
+        """Several workers sharing Redis (``node``: this worker's
+        :class:`~mcpkit.backends.redis.RedisBackend` ``.node``): an MRTR retry for a legacy
+        backend's question that reaches this worker is relayed to the worker holding it
+        (:mod:`._relay`), and this worker answers those relayed to it."""
+        from ._relay import Relay
+
+        self.forwarder.relay = Relay(self.forwarder, node)
+        self.forwarder.worker_id = self.forwarder.relay.worker_id
+
     def close(self) -> None:
         """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
         for call in self.forwarder.pending.clear():

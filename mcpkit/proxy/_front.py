@@ -41,6 +41,7 @@ from ._subscriptions import Upstream
 if TYPE_CHECKING:
     from ..server import Context
     from ._backend import Backend
+    from ._relay import Relay
 
 log = logging.getLogger("mcpkit.proxy")
 
@@ -99,6 +100,10 @@ class Forwarder:
             self.ttl_ms = ttl_ms if ttl_ms is not None else int(card.get("ttlMs") or 0)
             self.cache_scope = cache_scope or str(card.get("cacheScope") or "private")
         self.pending = PendingCalls(self._cancel, limit=pending_limit, ttl=pending_ttl)
+        #: This worker's id in a parked call's requestState; with Redis, the node's, and retries
+        #: that reach another worker are relayed to it (:mod:`._relay`).
+        self.worker_id = WORKER_ID
+        self.relay: Relay | None = None
         #: 2025-11-25 tasks' questions held for 2026-07-28 front clients (:mod:`._tasks_legacy`).
         self.waiting = _tasks_legacy.Waiting(limit=pending_limit)
         self.front_loop: asyncio.AbstractEventLoop | None = None
@@ -273,7 +278,10 @@ class Forwarder:
         method = ctx.method
         call_id = ctx.state.get(STATE_KEY)
         if isinstance(call_id, str):
-            if ctx.state.get(WORKER_KEY) != WORKER_ID:
+            worker = ctx.state.get(WORKER_KEY)
+            if worker != self.worker_id and self.relay is not None and isinstance(worker, str):
+                return await self.relay.retry(ctx, params, worker, call_id)  # to the worker holding it
+            if worker != self.worker_id:
                 raise errors.invalid_params(
                     f"{method}: this retry reached another proxy worker than the one whose backend session holds "
                     "the request (each worker has its own backend, and a 2025-11-25 backend's questions wait in "
@@ -399,7 +407,9 @@ class Forwarder:
         bridge = self.backend.bridge
         assert bridge is not None
         ctx.state[STATE_KEY] = call.id
-        ctx.state[WORKER_KEY] = WORKER_ID
+        ctx.state[WORKER_KEY] = self.worker_id
+        if self.relay is not None and versions.is_modern(ctx.protocol_version):
+            await self.relay.listen()  # this worker's inbox is open before the retry can go elsewhere
         self.pending.park(call)
         try:
             answers = await ctx.ask(questions)

@@ -131,7 +131,7 @@ def created(raw: dict[str, Any]) -> tasks.CreateTaskResult:
 
 
 #: What answers each kind of question.
-_ANSWERS: dict[str, type[Any]] = {"elicitation/create": t.ElicitResult, "sampling/createMessage": t.CreateMessageResult,
+ANSWER_TYPES: dict[str, type[Any]] = {"elicitation/create": t.ElicitResult, "sampling/createMessage": t.CreateMessageResult,
                                   "roots/list": t.ListRootsResult}
 #: How long ``tasks/get`` waits for the question of a task that says ``input_required``.
 _QUESTION_WAIT = 2.0
@@ -184,7 +184,7 @@ class Waiting:
             raise errors.invalid_params(f"tasks/update: no {what} of task {task_id} is waiting here (answered "
                                         "already, or asked through another proxy worker)")
         for key, value in responses.items():
-            typ = _ANSWERS.get(asked[key].get("method", ""))
+            typ = ANSWER_TYPES.get(asked[key].get("method", ""))
             try:
                 msgspec.convert(value, typ if typ is not None else dict[str, Any])
             except msgspec.ValidationError as exc:
