@@ -15,7 +15,8 @@ own loop (no thread hop per call). Era translation:
 - a 2026-07-28 front client gets a legacy backend's server-to-client requests (elicitation,
   sampling, roots) as ``input_required``; its retry answers the waiting backend request, kept
   in this process under an unguessable id sealed in the ``requestState`` (bounded, expiring,
-  bound to the caller). Several workers need sticky routing for such retries;
+  bound to the caller). With several workers sharing Redis a retry that reaches another
+  worker is relayed to the one holding it (:mod:`._relay`; without Redis it fails closed);
 - a 2025-11-25 front client gets them (and a modern backend's ``input_required``) as real
   requests on its session;
 - the backend is told only the client capabilities the proxy can honour (``declare=``); a

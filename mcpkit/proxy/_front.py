@@ -285,8 +285,8 @@ class Forwarder:
                 raise errors.invalid_params(
                     f"{method}: this retry reached another proxy worker than the one whose backend session holds "
                     "the request (each worker has its own backend, and a 2025-11-25 backend's questions wait in "
-                    "the worker that asked them); route a client's requests to one worker (sticky sessions) or "
-                    "run one worker, and send the request again without requestState")
+                    "the worker that asked them); share Redis between the workers (--redis), route a client's "
+                    "requests to one worker, or run one worker, and send the request again without requestState")
             call = self.pending.take(call_id, ctx.principal)
             if call is None:
                 raise errors.invalid_params(f"{method}: the proxied request this retry answers has expired or was "
