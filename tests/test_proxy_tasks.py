@@ -31,6 +31,30 @@ def proxied_everything() -> Iterator[str]:
         yield url
 
 
+def test_a_tasks_question_reaches_a_legacy_client_of_a_stdio_front() -> None:
+    # `mcpkit proxy -- node server-everything` as a stdio server: the question comes on stdout.
+    import subprocess
+
+    argv = [sys.executable, "-m", "mcpkit", "proxy", "--", *everything_argv()]
+
+    async def main() -> tuple[list[Any], str]:
+        asked: list[Any] = []
+
+        async def elicit(params: Any) -> dict[str, Any]:
+            asked.append(params)
+            return {"action": "accept", "content": {"interpretation": "current"}}
+
+        async with Client(argv, mode="legacy", era_cache=EraCache(), elicitation=elicit,
+                          stderr=subprocess.DEVNULL) as client:
+            assert client.era == "legacy"
+            handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True},
+                                            task=True)
+            return asked, text_of(await handle.result())
+
+    asked, text = run(main(), 90)
+    assert len(asked) == 1 and "# Research Report: tides (current)" in text
+
+
 def text_of(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
