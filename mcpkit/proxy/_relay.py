@@ -108,11 +108,12 @@ class Relay:
                 except msgspec.ValidationError as exc:
                     fw._cancel(call)
                     raise errors.invalid_params(f"Invalid input response {key!r} for {asked_for}: {exc}") from None
+        for key in questions:
+            if key in answers:
+                await bridge.run(call.answer(key, answers[key]))
         if missing:  # answered in part: the rest is asked again, the call still held here
             fw.pending.park(call)
             return {"ask": missing}
-        for key in questions:
-            await bridge.run(call.answer(key, answers[key]))
         try:
             while True:
                 event = await bridge.run(call.next_event())
