@@ -204,6 +204,8 @@ def _serve_loaded(server: Any, config: dict[str, Any], *, sockets: list[socket.s
 
         backend = RedisBackend(config["redis_url"])
         backend.install(server)
+        if config.get("proxy"):  # a legacy backend's MRTR retry relayed to the worker holding it
+            server.relay_through(backend.node)
         on_shutdown = backend.aclose
         store = backend.rate_buckets
     operate(server, "http", rate_store=store, **config.get("operating", {}))

@@ -79,3 +79,53 @@ def test_proxy_runner_serves_the_front_on_the_backend_loop() -> None:
     finally:
         front.close()
     assert front.runner() is None  # closed
+
+
+def test_mounts_share_one_loop_and_the_host_is_served_on_it() -> None:
+    # Every mount's backend runs on the host's one mounts loop (Mounts.runner serves the host
+    # there, as `mcpkit proxy --config` does): a forwarded call makes no thread hop.
+    import sys
+
+    host = Server("host")
+    seen: list[asyncio.AbstractEventLoop] = []
+    inner = [Server("a"), Server("b")]
+    for server in inner:
+        @server.tool()
+        def add(a: int, b: int) -> int:
+            seen.append(asyncio.get_running_loop())
+            return a + b
+
+    first = host.mount("a", inner[0])
+    second = host.mount("b", inner[1])
+    down = host.mount("gone", [sys.executable, "-c", "import sys; sys.exit(3)"], connect_timeout=3)
+    every = first.mounts
+    try:
+        assert down.error is not None
+        assert first.backend.bridge is second.backend.bridge is every.bridge
+        runner = every.runner()
+        assert runner is not None
+
+        def call(name: str) -> dict[str, object]:
+            return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": name, "arguments": {"a": 2, "b": 3},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}}
+
+        async def serve() -> list[dict[str, object]]:
+            seen.append(asyncio.get_running_loop())
+            out = []
+            for name in ("a_add", "b_add", "gone_add"):
+                req = codec.decode(json.dumps(call(name)).encode())
+                assert isinstance(req, codec.Request)
+                out.append(dict(json.loads((await host.handle(req)).body)))
+            return out
+
+        a, b, gone = runner(serve())
+        assert a["result"]["structuredContent"] == b["result"]["structuredContent"] == {"result": 5}  # type: ignore[index]
+        assert "mounted server 'gone' is unavailable" in gone["error"]["message"]  # type: ignore[index]
+        assert seen[0] is seen[1] is seen[2] is every.bridge.loop  # type: ignore[union-attr]
+        first.close()  # one mount closed: the others keep their loop
+        assert every.bridge is not None and every.runner() is not None
+    finally:
+        every.close()
+    assert every.bridge is None

@@ -198,16 +198,23 @@ def test_cli_proxy_config_mounts_every_server_of_a_host_config(tmp_path: Path) -
     config.write_text(json.dumps({"servers": {  # the VS Code shape
         "asker": {"type": "stdio", "command": py, "args": ["-m", "mcpkit", "serve", str(ASKER)],
                   "env": {"PYTHONPATH": subprocess_env()["PYTHONPATH"]}},
+        "other": {"type": "stdio", "command": py, "args": ["-m", "mcpkit", "serve", str(ASKER)],
+                  "env": {"PYTHONPATH": subprocess_env()["PYTHONPATH"]}},
         "broken_one": {"command": py, "args": ["-c", "import sys; sys.exit(3)"]},
     }}))
     argv = [py, "-m", "mcpkit", "proxy", "--http", "--port", "{port}", "--config", str(config),
             "--connect-timeout", "5"]
     with running_server(lambda port: [a.replace("{port}", str(port)) for a in argv], timeout=60) as url:
-        async def main() -> tuple[list[str], str]:
-            async with Client(url) as c:
+        async def main() -> tuple[list[str], str, str, MCPError]:
+            async with Client(url) as c:  # both served (one loop: the mounts'), the broken one alone fails
                 names = [tool.name for tool in await c.list_tools()]
-                return names, (await c.call_tool("asker_where", {"region": "eu"})).content[0].text
+                where = (await c.call_tool("asker_where", {"region": "eu"})).content[0].text
+                other = (await c.call_tool("other_where", {"region": "us"})).content[0].text
+                with pytest.raises(MCPError) as info:
+                    await c.call_tool("broken-one_x", {})
+                return names, where, other, info.value
 
-        names, where = run(main(), 60)
-    assert {"asker_three", "asker_where"} <= set(names)
-    assert where == "eu"
+        names, where, other, err = run(main(), 60)
+    assert {"asker_three", "asker_where", "other_three", "other_where"} <= set(names)
+    assert (where, other) == ("eu", "us")
+    assert err.code == -32603 and "mounted server 'broken-one' is unavailable" in err.message

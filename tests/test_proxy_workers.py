@@ -3,9 +3,9 @@
 
 - a modern backend (stdio, one process per worker): an MRTR retry may reach any worker,
   since the backend's ``requestState`` travels sealed inside the front's (keys shared by Redis);
-- a 2025-11-25 backend (HTTP): its question waits in the worker that asked it, so a retry
-  that reaches the other worker fails closed with one clear error, and one that reaches the
-  right worker completes;
+- a 2025-11-25 backend (HTTP): its question waits in the worker that asked it; a retry that
+  reaches the other worker is relayed to it through Redis (without Redis it fails closed with
+  one clear error);
 - bad combinations are refused before anything starts.
 """
 
@@ -67,23 +67,56 @@ def test_modern_backend_retries_land_on_any_worker(redis: RedisServer) -> None:
     assert {o["content"][0]["text"] for o in outcomes} == {"accept:True"}
 
 
-def test_legacy_backend_retry_on_another_worker_fails_closed(redis: RedisServer) -> None:
+def test_legacy_backend_retry_on_another_worker_is_relayed_through_redis(redis: RedisServer) -> None:
+    # The question waits in the worker whose backend session asked it; a retry that reaches the
+    # other worker is relayed to it through Redis, and every retry completes.
     with running_server(lambda port: [sys.executable, "-m", "mcpkit", "serve", "--http", "--port", str(port),
                                       str(LEGACY)], timeout=30) as backend_url:
         argv = lambda port: proxy_argv("--http", "--port", str(port), "--workers", "2",
                                        "--redis", redis.url, backend_url)
         with running_server(argv, timeout=60) as url:
-            async def go() -> list[Any]:
-                return [await ask_and_retry(url, "ask", {}, {"action": "accept", "content": {"name": "Ada"}})
-                        for _ in range(12)]
+            async def go() -> tuple[list[Any], Any, Any]:
+                outcomes = [await ask_and_retry(url, "ask", {}, {"action": "accept", "content": {"name": "Ada"}})
+                            for _ in range(12)]
+                bad = await ask_and_retry(url, "ask", {}, {"action": "accept", "content": "not an object"})
+                stale = await ask_and_retry(url, "ask", {}, {"action": "decline"})
+                return outcomes, bad, stale
 
-            outcomes = run(go(), 180)
-    done = [o for o in outcomes if not isinstance(o, MCPError)]
+            outcomes, bad, stale = run(go(), 180)
     refused = [o for o in outcomes if isinstance(o, MCPError)]
-    assert all(o["content"][0]["text"] == "accept:Ada" for o in done)
-    assert all(e.code == -32602 and OTHER_WORKER in e.message for e in refused), refused
-    # Twelve retries on fresh connections: both workers answered some (the kernel spreads them).
-    assert done and refused, outcomes
+    assert not refused, refused
+    assert all(o["content"][0]["text"] == "accept:Ada" for o in outcomes)
+    assert isinstance(bad, MCPError) and bad.code == -32602 and "Invalid input response" in bad.message
+    assert not isinstance(stale, MCPError) and stale["content"][0]["text"].startswith("decline")
+
+
+def test_legacy_backend_retry_on_another_worker_fails_closed_without_redis() -> None:
+    # Two proxies sharing state keys but no Redis: a retry that reaches the one that does not
+    # hold the question is refused with one clear error, and the backend is never asked again.
+    import secrets
+
+    from mcpkit.proxy import proxy
+    from tests.helpers.paths import serve_argv
+
+    keys = [secrets.token_urlsafe(32)]
+    fronts = [proxy(serve_argv(LEGACY), mode="legacy", state_keys=keys, stderr=subprocess.DEVNULL) for _ in range(2)]
+    fronts[1].forwarder.worker_id = "another-process"  # (the id is per process; two in one here)
+    try:
+        async def go() -> MCPError:
+            async with Client(fronts[0], elicitation=never) as first:
+                asked = await first.request("tools/call", {"name": "ask", "arguments": {}}, answer_input=False)
+            key = next(iter(asked["inputRequests"]))
+            async with Client(fronts[1], elicitation=never) as second:
+                with pytest.raises(MCPError) as info:
+                    await second.request("tools/call", {"name": "ask", "arguments": {}, "requestState": asked[
+                        "requestState"], "inputResponses": {key: {"action": "decline"}}}, answer_input=False)
+            return info.value
+
+        err = run(go(), 60)
+        assert err.code == -32602 and OTHER_WORKER in err.message
+    finally:
+        for front in fronts:
+            front.close()
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -259,11 +259,12 @@ def _run_config(ns: argparse.Namespace, port: int, out_fd: int | None) -> int:
         return 1
     parts = ", ".join(f"{m.prefix} ({m.backend.era} {m.backend.version})" if m.error is None
                       else f"{m.prefix} (unavailable: {m.error})" for m in mounts)
-    try:
-        return _serve(ns, host, port, auth, public_url, out_fd, lambda where: config_line(host, where, auth, parts))
+    every = mounts[0].mounts
+    try:  # served on the mounts' loop: no thread hop per forwarded call
+        return _serve(ns, host, port, auth, public_url, out_fd, lambda where: config_line(host, where, auth, parts),
+                      runner=every.runner())
     finally:
-        for m in mounts:
-            m.close()
+        every.close()
 
 
 def config_line(server: Any, where: str, auth: Any, parts: str) -> str:

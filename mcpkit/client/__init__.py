@@ -27,6 +27,7 @@ _EXPORTS = {
     "request_observer": "mcpkit.client._hooks",
     "set_request_observer": "mcpkit.client._hooks",
     "Notification": "mcpkit.client._listen",
+    "asking_params": "mcpkit.client._input",
     "Recovery": "mcpkit.client._restart",
     "RequestNotRetried": "mcpkit.client._restart",
     "LoadedSkill": "mcpkit.client._skills",
@@ -47,7 +48,8 @@ __all__ = [
     "TransportClosed", "TransportError",
 ]
 # Around, ClientObserver (RequestObserver), request_observer and set_request_observer (the
-# hook on what every Client sends and receives) are for mcpkit.observability, not in __all__.
+# hook on what every Client sends and receives) are for mcpkit.observability, not in __all__;
+# asking_params (a server request's raw params, in its handler) is for mcpkit.proxy.
 
 if TYPE_CHECKING:
     from ..errors import HttpStatusError as HttpStatusError
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from ._hooks import RequestObserver as RequestObserver
     from ._hooks import request_observer as request_observer
     from ._hooks import set_request_observer as set_request_observer
+    from ._input import asking_params as asking_params
     from ._listen import Notification as Notification
     from ._restart import Recovery as Recovery
     from ._restart import RequestNotRetried as RequestNotRetried

@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from typing import Any, Union
 
 import msgspec
@@ -106,10 +107,23 @@ class InputHandlers:
         if not self.serving:
             log.warning("server sent a request (%s) outside a 2025-11-25 session; 2026-07-28 servers never do", method)
             raise errors.method_not_found(method)
+        token = _ASKING.set(params)
         try:
             return await self.answer("request", {"method": method, "params": params})
         except ProtocolError as exc:
             raise errors.MCPError(errors.METHOD_NOT_FOUND, str(exc)) from None
+        finally:
+            _ASKING.reset(token)
+
+
+_ASKING: ContextVar[dict[str, Any] | None] = ContextVar("mcpkit.client.asking", default=None)
+
+
+def asking_params() -> dict[str, Any] | None:
+    """In a handler answering a 2025-11-25 server's request (elicitation, sampling, roots):
+    that request's params as sent, ``_meta`` included (e.g. a task's related-task mark); None
+    elsewhere."""
+    return _ASKING.get()
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:

@@ -314,6 +314,8 @@ class InputResponseParams(RequestParams, kw_only=True):
 class CallToolParams(InputResponseParams, kw_only=True):
     name: str
     arguments: dict[str, JSON] | None | UnsetType = UNSET
+    #: A 2025-11-25 task-augmented call's ``task`` (``{"ttl": ...}``); 2026-07-28 has none.
+    task: dict[str, JSON] | UnsetType = UNSET
 
 
 class GetPromptParams(InputResponseParams, kw_only=True):

@@ -15,13 +15,17 @@ own loop (no thread hop per call). Era translation:
 - a 2026-07-28 front client gets a legacy backend's server-to-client requests (elicitation,
   sampling, roots) as ``input_required``; its retry answers the waiting backend request, kept
   in this process under an unguessable id sealed in the ``requestState`` (bounded, expiring,
-  bound to the caller). Several workers need sticky routing for such retries;
+  bound to the caller). With several workers sharing Redis a retry that reaches another
+  worker is relayed to the one holding it (:mod:`._relay`; without Redis it fails closed);
 - a 2025-11-25 front client gets them (and a modern backend's ``input_required``) as real
   requests on its session;
 - the backend is told only the client capabilities the proxy can honour (``declare=``); a
   front client that lacks one gets ``-32021`` and the backend's question an error, never a hang;
 - cache hints pass through from a modern backend; for a legacy one they come from ``ttl_ms``
   and ``cache_scope`` (``private`` when the front has ``auth``, else ``public``);
+- tasks cross eras: a backend's tasks (2025-11-25 tool tasks, or the 2026-07-28 tasks
+  extension) are offered to each front client in its own revision's form, questions a task
+  asks included (:mod:`._tasks_legacy`, :mod:`._tasks_modern`);
 - progress and cancellation pass through; a backend failure is one JSON-RPC error. A stdio
   backend that dies is restarted by the client's recovery rules (``restart=``).
 
@@ -40,6 +44,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Literal
 
 from ..server import Server
+from . import _tasks_legacy, _tasks_modern
 from ._backend import Backend
 from ._extensions import carried
 from ._front import STATE_KEY, Forwarder, front_capabilities
@@ -70,6 +75,16 @@ class ProxyServer(Server):
         """As :meth:`Server.run <mcpkit.Server.run>`, the front served on the backend's loop."""
         kwargs.setdefault("runner", self.runner())
         super().run(transport, **kwargs)
+
+    def relay_through(self, node: Any) -> None:
+        """Several workers sharing Redis (``node``: this worker's
+        :class:`~mcpkit.backends.redis.RedisBackend` ``.node``): an MRTR retry for a legacy
+        backend's question that reaches this worker is relayed to the worker holding it
+        (:mod:`._relay`), and this worker answers those relayed to it."""
+        from ._relay import Relay
+
+        self.forwarder.relay = Relay(self.forwarder, node)
+        self.forwarder.worker_id = self.forwarder.relay.worker_id
 
     def close(self) -> None:
         """Disconnect from the backend (a stdio backend is stopped) and stop its loop."""
@@ -146,6 +161,8 @@ def proxy(
         forwarder = Forwarder(server, backend, ttl_ms=ttl_ms, cache_scope=cache_scope,
                               pending_limit=pending_limit, pending_ttl=pending_ttl)
         forwarder.install()
+        server.advertise_legacy(_tasks_legacy.legacy_capability(backend) or
+                                (_tasks_modern.capability() if _tasks_modern.offers(backend) else {}))
         forwarder.load_tool_headers()
         server.backend = backend
         server.forwarder = forwarder

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit.proxy")
 
+#: A 2025-11-25 server's mark on a message that belongs to a task.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Notifications that change what the front serves.
 CHANGE_NOTES = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
                           "notifications/resources/list_changed", "notifications/resources/updated"})
@@ -53,7 +55,7 @@ class Backend:
     def __init__(self, target: Any, *, connect_timeout: float = 10.0, request_timeout: float = 60.0,
                  call_timeout: float = 600.0, declare: Sequence[str] = ("elicitation", "sampling", "roots"),
                  label: str | None = None, max_sessions: int = 16, idle_ttl: float = 300.0,
-                 **client_options: Any) -> None:
+                 bridge: LoopThread | None = None, **client_options: Any) -> None:
         for name in declare:
             if name not in ("elicitation", "sampling", "roots"):
                 raise ValueError(f"declare: unknown client capability {name!r} (elicitation, sampling, roots)")
@@ -76,6 +78,8 @@ class Backend:
         self.on_change: Callable[[str, dict[str, Any]], None] | None = None
         self.inflight: list[BackendCall] = []  # backend loop only
         self.bridge: LoopThread | None = None
+        #: A loop shared with other backends (a host's mounts): used, never stopped, here.
+        self.shared_bridge = bridge
         self._listener: asyncio.Task[None] | None = None
         self._level_rank: int | None = None  # a legacy backend's session log level, once set
         #: The backend's extensions the front carries (their declarations reach the backend).
@@ -93,7 +97,7 @@ class Backend:
     def connect(self) -> None:
         """Start the backend loop and connect (blocking; raises the connection's error)."""
         if self.bridge is None:
-            self.bridge = LoopThread()
+            self.bridge = self.shared_bridge or LoopThread()
         try:
             self.bridge.run_sync(self.open(), self.connect_timeout + 5.0)
         except BaseException:
@@ -183,7 +187,8 @@ class Backend:
             bridge.run_sync(self.shutdown(), 5.0)
         except Exception:  # the loop is going away regardless
             log.debug("closing the backend failed", exc_info=True)
-        bridge.stop()
+        if bridge is not self.shared_bridge:
+            bridge.stop()
 
     def busy(self) -> bool:
         """Whether a forwarded request is in flight (or parked for an MRTR retry) here, or a
@@ -235,26 +240,38 @@ class Backend:
             log.info("the backend refused logging/setLevel %s: %s", level, exc)
 
     # ---------------------------------------------------------------- the backend's questions
-    def _route(self) -> BackendCall | None:
-        live = [c for c in self.inflight if not c.done]
+    def _route(self, task_id: str | None = None) -> BackendCall | None:
+        if task_id is not None:  # a 2025-11-25 task's question: to that task's tasks/result
+            for c in self.inflight:
+                if c.task_id == task_id and not c.done:
+                    return c
+            return None
+        live = [c for c in self.inflight if not c.done and c.task_id is None]
         if not live:
             return None
         if len({c.principal for c in live}) > 1:
             return None  # several callers: the question could reach the wrong one
         return live[-1]
 
-    async def _relay(self, method: str, params: Any) -> Any:
-        call = self._route()
+    async def _relay(self, method: str, params: Any, raw: Any = None) -> Any:
+        meta = raw.get("_meta") if isinstance(raw, dict) else None
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        task_id = related.get("taskId") if isinstance(related, dict) else None
+        call = self._route(task_id if isinstance(task_id, str) else None)
         if call is None:
             raise errors.MCPError(errors.INTERNAL_ERROR, f"{method}: the proxy cannot tell which client request "
                                   "this is for (none, or several from different callers, are in flight)")
         return await call.ask(method, params)
 
     async def _elicit(self, params: Any) -> Any:
-        return await self._relay("elicitation/create", _plain(params))
+        from ..client import asking_params
+
+        return await self._relay("elicitation/create", _plain(params), asking_params())
 
     async def _sample(self, params: Any) -> Any:
-        return await self._relay("sampling/createMessage", _plain(params))
+        from ..client import asking_params
+
+        return await self._relay("sampling/createMessage", _plain(params), asking_params())
 
     async def _roots(self) -> Any:
         answer = await self._relay("roots/list", None)
@@ -264,7 +281,7 @@ class Backend:
     def params_for(self, params: dict[str, Any], client_caps: dict[str, Any] | None) -> dict[str, Any]:
         """A front request's params as the backend gets them: the front's own ``_meta`` is
         not passed on; a modern backend is told the front client's input capabilities."""
-        out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
+        out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState", "task")}
         if self.era != "legacy" and client_caps is not None:
             caps = {k: v for k, v in client_caps.items() if k in self.declare}
             declared = client_caps.get("extensions")

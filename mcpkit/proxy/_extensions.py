@@ -9,7 +9,9 @@
   client's declaration of the extension reaches the backend with each request (a task is
   only created for a request that declares it). Task ids are the backend's: nothing is kept
   in the proxy, so any worker answers any of them. A 2025-11-25 backend's tool tasks are
-  served as this extension too (:mod:`._tasks_legacy`).
+  served as this extension too (:mod:`._tasks_legacy`), and to 2025-11-25 front clients as
+  that revision's tasks; a 2026-07-28 backend's tasks reach 2025-11-25 front clients as
+  2025-11-25 tasks (:mod:`._tasks_modern`).
 
 The front advertises each carried extension with the backend's own settings; an extension
 the proxy does not know is not advertised (its methods would have nowhere to go).
@@ -42,6 +44,11 @@ _METHODS: dict[str, dict[str, tuple[type[t.RequestParams], type[t.Result]]]] = {
     },
 }
 _OPTIONAL = {"resources/directory/read": "directoryRead"}
+#: The 2025-11-25 task methods served to a 2025-11-25 front client of a backend of that era.
+_LEGACY_TASKS: dict[str, tuple[type[t.RequestParams], type[t.Result]]] = {
+    "tasks/list": (t.PaginatedParams, t.Result),
+    "tasks/result": (tasks.TaskParams, t.Result),
+}
 #: Extensions carried only from a backend of this era.
 _MODERN_ONLY = frozenset({tasks.EXTENSION_ID})
 
@@ -79,11 +86,17 @@ Forward = Callable[[str, type[Any], "Context", Any], Any]
 def install(server: Server, backend: Backend, forward: Forward) -> None:
     """Serve on ``server`` the methods of every extension :func:`carried` from ``backend``;
     ``forward(method, result_type, ctx, params)`` answers each."""
+    from . import _tasks_legacy
+
     found = carried(backend)
     backend.extensions = frozenset(found)
     for ext_id, settings in found.items():
         capability = f"extensions/{ext_id}"
-        for method, (params_type, result_type) in _METHODS[ext_id].items():
+        methods = dict(_METHODS[ext_id])
+        if ext_id == tasks.EXTENSION_ID:  # 2025-11-25 front clients get that revision's tasks
+            methods.update(_LEGACY_TASKS if _tasks_legacy.offers(backend) else
+                           {"tasks/result": _LEGACY_TASKS["tasks/result"]})
+        for method, (params_type, result_type) in methods.items():
             needs = _OPTIONAL.get(method)
             if needs is not None and not settings.get(needs):
                 continue

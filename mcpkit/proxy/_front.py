@@ -34,13 +34,14 @@ from ..protocol import headers as H
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..server import InputRequired, Server
-from . import _extensions, _tasks_legacy
+from . import _extensions, _tasks_legacy, _tasks_modern
 from ._pending import BackendCall, PendingCalls
 from ._subscriptions import Upstream
 
 if TYPE_CHECKING:
     from ..server import Context
     from ._backend import Backend
+    from ._relay import Relay
 
 log = logging.getLogger("mcpkit.proxy")
 
@@ -99,6 +100,12 @@ class Forwarder:
             self.ttl_ms = ttl_ms if ttl_ms is not None else int(card.get("ttlMs") or 0)
             self.cache_scope = cache_scope or str(card.get("cacheScope") or "private")
         self.pending = PendingCalls(self._cancel, limit=pending_limit, ttl=pending_ttl)
+        #: This worker's id in a parked call's requestState; with Redis, the node's, and retries
+        #: that reach another worker are relayed to it (:mod:`._relay`).
+        self.worker_id = WORKER_ID
+        self.relay: Relay | None = None
+        #: 2025-11-25 tasks' questions held for 2026-07-28 front clients (:mod:`._tasks_legacy`).
+        self.waiting = _tasks_legacy.Waiting(limit=pending_limit)
         self.front_loop: asyncio.AbstractEventLoop | None = None
         #: The backend tools' ``x-mcp-header`` annotations, by tool name (replaced whole on change).
         self.header_maps: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -235,8 +242,22 @@ class Forwarder:
     async def forward_extension(self, method: str, typ: type[Any], ctx: Context, params: Any) -> Any:
         """A carried extension's method (skills, tasks): one backend request, its result typed."""
         self._seen()
-        if self.backend.era == "legacy" and method.startswith("tasks/"):  # 2025-11-25 tasks, translated
-            return await _tasks_legacy.forward(await self._session(ctx), method, params)
+        if self.backend.era == "legacy" and method.startswith("tasks/"):  # 2025-11-25 tasks
+            legacy_front = not versions.is_modern(ctx.protocol_version)
+            if method in _tasks_legacy.LEGACY_METHODS and not legacy_front:
+                raise errors.method_not_found(method)
+            session = await self._session(ctx)
+            if method == "tasks/result":  # it waits for the task, whose questions come meanwhile
+                return await self._drive(ctx, params, None, {"taskId": params.taskId}, final=False, session=session,
+                                         task_id=params.taskId)
+            return await _tasks_legacy.forward(session, method, params, legacy_front=legacy_front,
+                                               waiting=self.waiting, principal=ctx.principal)
+        if method.startswith("tasks/") and not versions.is_modern(ctx.protocol_version):
+            if method == "tasks/update":  # (a 2026-07-28 backend's tasks, as 2025-11-25 ones)
+                raise errors.method_not_found(method)
+            return await _tasks_modern.forward(self.backend, ctx, method, params)
+        if method == "tasks/result":
+            raise errors.method_not_found(method)
         send = self._params(ctx, params)
         if getattr(params, "inputResponses", UNSET) is not UNSET:  # tasks/update: the answers are the request
             send["inputResponses"] = msgspec.to_builtins(params.inputResponses)
@@ -257,12 +278,15 @@ class Forwarder:
         method = ctx.method
         call_id = ctx.state.get(STATE_KEY)
         if isinstance(call_id, str):
-            if ctx.state.get(WORKER_KEY) != WORKER_ID:
+            worker = ctx.state.get(WORKER_KEY)
+            if worker != self.worker_id and self.relay is not None and isinstance(worker, str):
+                return await self.relay.retry(ctx, params, worker, call_id)  # to the worker holding it
+            if worker != self.worker_id:
                 raise errors.invalid_params(
                     f"{method}: this retry reached another proxy worker than the one whose backend session holds "
                     "the request (each worker has its own backend, and a 2025-11-25 backend's questions wait in "
-                    "the worker that asked them); route a client's requests to one worker (sticky sessions) or "
-                    "run one worker, and send the request again without requestState")
+                    "the worker that asked them); share Redis between the workers (--redis), route a client's "
+                    "requests to one worker, or run one worker, and send the request again without requestState")
             call = self.pending.take(call_id, ctx.principal)
             if call is None:
                 raise errors.invalid_params(f"{method}: the proxied request this retry answers has expired or was "
@@ -275,11 +299,14 @@ class Forwarder:
             return await self._drive(ctx, params, call)
         session = await self._session(ctx)
         send = self._params(ctx, params)
-        if await self._as_legacy_task(ctx, session, params):
-            send["task"] = {}
+        front_task = getattr(params, "task", UNSET)  # a 2025-11-25 front client's task-augmented call
+        as_is = front_task is not UNSET and not versions.is_modern(ctx.protocol_version) \
+            and _tasks_legacy.offers(self.backend)
+        if as_is or await self._as_legacy_task(ctx, session, params):
+            send["task"] = front_task if as_is else {}
             raw = await self._drive(ctx, params, None, send, session=session, final=False)
             if _tasks_legacy.is_created(raw):
-                return _tasks_legacy.created(raw)
+                return raw if as_is else _tasks_legacy.created(raw)
             return self._typed(method, _ASKING[method], raw)
         return await self._drive(ctx, params, None, send, session=session)
 
@@ -303,6 +330,9 @@ class Forwarder:
         base = self._params(ctx, params)
         responses = msgspec.to_builtins(params.inputResponses) if params.inputResponses is not UNSET else None
         modern_front = versions.is_modern(ctx.protocol_version)
+        as_task = not modern_front and getattr(params, "task", UNSET) is not UNSET and _tasks_modern.offers(self.backend)
+        if as_task:  # a 2025-11-25 task-augmented call: the backend's tasks extension, declared
+            base = _tasks_modern.declare(base)
         for _ in range(_MAX_ROUNDS):
             out = dict(base)
             if responses is not None:
@@ -312,7 +342,7 @@ class Forwarder:
                 out["requestState"] = state
             result = await self._drive(ctx, params, None, out, final=False)
             if _extensions.is_task(result):  # a tasks backend's handle: the task lives there
-                return _extensions.task_handle(result)
+                return _tasks_modern.created(result) if as_task else _extensions.task_handle(result)
             if result.get("resultType") != "input_required":
                 return self._typed(method, _ASKING[method], result)
             requests = result.get("inputRequests")
@@ -331,7 +361,8 @@ class Forwarder:
                                     f"{_MAX_ROUNDS} rounds")
 
     async def _drive(self, ctx: Context, params: Any, call: BackendCall | None,
-                     send: dict[str, Any] | None = None, *, final: bool = True, session: Backend | None = None) -> Any:
+                     send: dict[str, Any] | None = None, *, final: bool = True, session: Backend | None = None,
+                     task_id: str | None = None) -> Any:
         """Run a backend call (``call``, resumed; or a new one with params ``send``), passing
         its progress and log messages on and its questions to the front, until it ends: its
         result (typed when ``final``, else the raw dict) or its error raised."""
@@ -340,6 +371,7 @@ class Forwarder:
         assert bridge is not None
         if call is None:
             call = BackendCall(method, ctx.principal)
+            call.task_id = task_id
             await bridge.run((session or self.backend).start_call(
                 call, method, send or {}, progress=ctx.progress_token is not None, log_level=ctx.log_level))
         try:
@@ -375,7 +407,9 @@ class Forwarder:
         bridge = self.backend.bridge
         assert bridge is not None
         ctx.state[STATE_KEY] = call.id
-        ctx.state[WORKER_KEY] = WORKER_ID
+        ctx.state[WORKER_KEY] = self.worker_id
+        if self.relay is not None and versions.is_modern(ctx.protocol_version):
+            await self.relay.listen()  # this worker's inbox is open before the retry can go elsewhere
         self.pending.park(call)
         try:
             answers = await ctx.ask(questions)

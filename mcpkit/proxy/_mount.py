@@ -26,6 +26,11 @@ capabilities and list-change notifications follow when it comes up.
 
 The host advertises the union of its own capabilities and its mounts': register the host's own
 tools, resources and prompts before mounting.
+
+Every mount's backend client runs on one loop of the host's (:attr:`Mounts.bridge`, on a daemon
+thread); ``mcpkit proxy --config`` serves the host on that loop too (:meth:`Mounts.runner`), so
+a forwarded call makes no thread hop. A mount that is down is connected again from a worker
+thread, never blocking that loop.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from ..errors import MCPError
 from ..protocol import errors
 from ..protocol import types as t
 from ._backend import Backend
+from ._bridge import LoopThread
 from ._front import _ASKING, _LISTS, Forwarder
 
 if TYPE_CHECKING:
@@ -123,6 +129,7 @@ class Mount:
         self.forwarder = None
         self.error = "closed"
         self._next_try = float("inf")
+        self.mounts.closed_one()
 
     # ---------------------------------------------------------------- names
     def outer_name(self, name: str) -> str:
@@ -219,6 +226,9 @@ class Mounts:
         self.server = server
         self.parts: dict[str, Mount] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
+        #: The one loop every mount's backend runs on (made with the first mount, stopped when
+        #: every mount is closed); :meth:`runner` serves the host on it too.
+        self.bridge: LoopThread | None = None
         self._own = server.capabilities
         for method in _LISTS:
             server.wrap_method(method, self._list)
@@ -245,8 +255,10 @@ class Mounts:
         if cache_scope not in (None, "public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
         client_options.setdefault("restart", True)
+        if self.bridge is None:
+            self.bridge = LoopThread("mcpkit-mounts")
         backend = Backend(other, connect_timeout=connect_timeout, request_timeout=request_timeout,
-                          call_timeout=call_timeout, label=label, **client_options)
+                          call_timeout=call_timeout, label=label, bridge=self.bridge, **client_options)
         part = Mount(self, prefix, backend, ttl_ms=ttl_ms, cache_scope=cache_scope, retry_after=retry_after)
         self.parts[prefix] = part
         part.connect()
@@ -254,9 +266,25 @@ class Mounts:
         return part
 
     def close(self) -> None:
-        """Disconnect every mount."""
+        """Disconnect every mount (and stop their loop)."""
         for part in self.parts.values():
-            part.close()
+            if part.error != "closed":
+                part.close()
+        self.closed_one()
+
+    def closed_one(self) -> None:
+        """A mount was closed: once every one is, their loop stops."""
+        bridge = self.bridge
+        if bridge is not None and all(part.error == "closed" for part in self.parts.values()):
+            self.bridge = None
+            bridge.stop()
+
+    def runner(self) -> Any:
+        """What runs the host's serving coroutine on the mounts' loop, in the calling thread
+        (``runner=`` of the transports' ``run_*_server``): the host and every mount then share
+        one loop, with no thread hop per forwarded call. None when nothing is mounted."""
+        bridge = self.bridge
+        return bridge.run_here if bridge is not None else None
 
     # ---------------------------------------------------------------- capabilities
     def advertise(self) -> None:

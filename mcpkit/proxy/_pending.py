@@ -52,6 +52,8 @@ class BackendCall:
         self.questions: dict[str, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
         self._counts: dict[str, int] = {}
         self.done = False
+        #: The 2025-11-25 task whose ``tasks/result`` this is: it gets that task's questions only.
+        self.task_id: str | None = None
 
     # ---------------------------------------------------------------- backend side
     def post(self, event: Event) -> None:

@@ -245,7 +245,8 @@ class Context:
         """
         channel = self.input_channel
         if channel is None:
-            raise RuntimeError(f"{self.method} cannot ask the client for input (only tools/call, prompts/get, resources/read)")
+            raise RuntimeError(f"{self.method} cannot ask the client for input (only tools/call, prompts/get, "
+                               "resources/read, and a 2025-11-25 tasks/result)")
         check_capabilities(requests, self.client_capabilities)
         raw = await channel.ask(requests)
         return {k: parse_answer(k, requests[k], raw[k]) for k in requests}

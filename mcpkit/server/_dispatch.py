@@ -18,7 +18,7 @@ from ..protocol import codec, errors, inbound
 from ..protocol.codec import Reply
 from ..protocol.mrtr import MRTR_METHODS
 from ._context import Context, Emit
-from ._encode import MrtrChannel
+from ._encode import LegacyEra, MrtrChannel
 from ._input import InputRequired
 
 if TYPE_CHECKING:
@@ -130,7 +130,8 @@ async def dispatch(server: Server, chains: dict[str, Handler], req: codec.Reques
         ctx.auth = auth
     try:
         channel = None
-        if method in MRTR_METHODS:
+        if method in MRTR_METHODS or (method == "tasks/result" and type(era) is LegacyEra):
+            # (2025-11-25: a task's questions come to the client while its tasks/result waits)
             channel = ctx.input_channel = era.open_input(ctx, params)
             if type(channel) is MrtrChannel and channel.spend is not None:
                 # A single-use requestState (Server(state_single_use=True)): spent before the handler runs.

@@ -222,7 +222,7 @@ class LegacySession:
         server = self.server
         result: dict[str, Any] = {
             "protocolVersion": self.version,
-            "capabilities": msgspec.to_builtins(server.capabilities),
+            "capabilities": {**msgspec.to_builtins(server.capabilities), **server.legacy_capabilities},
             "serverInfo": msgspec.to_builtins(server.info),
         }
         if server.instructions is not None:

@@ -146,6 +146,8 @@ class Server(Registrations, Operations, Changes):
         self.session_store = session_store
         self._extra_methods: dict[str, tuple[type, str | None]] = {}
         self._extra_methods_view = MappingProxyType(self._extra_methods)
+        #: Capabilities only the 2025-11-25 ``initialize`` advertises (e.g. ``tasks``).
+        self.legacy_capabilities: dict[str, Any] = {}
         self._extensions: dict[str, dict[str, Any]] = {}
         #: Extension objects installed with use(), by id (read: ``extensions``, ``get_extension``).
         self._installed: dict[str, Extension[Any]] = {}
@@ -362,6 +364,12 @@ class Server(Registrations, Operations, Changes):
         registrations again."""
         self._advertised = capabilities
         self._refresh_capabilities()
+
+    def advertise_legacy(self, capabilities: Mapping[str, Any]) -> None:
+        """Also advertise ``capabilities`` (wire dicts by name) in the 2025-11-25 ``initialize``
+        only: capabilities that revision has and 2026-07-28 does not (a proxy carries a
+        2025-11-25 backend's ``tasks``). Their methods must be served with :meth:`add_method`."""
+        self.legacy_capabilities = dict(capabilities)
 
     def _advertised_capabilities(self, caps: t.ServerCapabilities) -> None:
         offered = {"tools": caps.tools, "resources": caps.resources, "prompts": caps.prompts,
