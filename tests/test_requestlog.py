@@ -206,15 +206,23 @@ def test_a_legacy_sessions_own_lines_are_inside_its_spans() -> None:
     provider.add_span_processor(SimpleSpanProcessor(spans))
     instrument_server(server, tracer_provider=provider)  # both observe the session: telemetry outside
 
+    out: list[dict[str, Any]] = []
+
     async def go() -> None:
         async def sent(data: bytes) -> None:
-            pass
+            msg = json.loads(data)
+            out.append(msg)
+            if "id" in msg:  # the client answers the server's request
+                session.handle_response(codec.Response(msg["id"], {"roots": []}))
 
         session = server.open_legacy_session(send=sent)
         init = init_msg(LEGACY)
         assert (await session.handle(codec.Request(1, "initialize", init["params"]))).error_code is None
         session.handle_notification(codec.Notification("notifications/initialized", None))
         assert (await session.handle(codec.Request(2, "ping", None))).error_code is None
+        # The server's own request and push go through both observers (not logged: not the client's).
+        assert await session.request("roots/list", None) == {"roots": []}
+        await session.notify("notifications/tools/list_changed")
         session.close()
 
     run(go())
@@ -222,6 +230,9 @@ def test_a_legacy_sessions_own_lines_are_inside_its_spans() -> None:
     assert set(lines) == {"initialize", "notifications/initialized", "ping"}
     traced = {s.name: f"{s.context.span_id:016x}" for s in spans.get_finished_spans() if s.name in lines}
     assert traced == {name: x["span_id"] for name, x in lines.items()}
+    assert [m["method"] for m in out] == ["roots/list", "notifications/tools/list_changed"]
+    assert all("traceparent" in m["params"]["_meta"] for m in out)  # telemetry still carries the context
+    assert {"roots/list", "notifications/tools/list_changed"} <= {s.name for s in spans.get_finished_spans()}
 
 
 def test_nothing_is_loaded_or_installed_when_the_log_is_off() -> None:
