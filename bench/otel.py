@@ -22,7 +22,9 @@ Workloads: stdio warm (``--calls`` sequential ``tools/call echo`` per round, fre
 round) and HTTP (wrk, ``--concurrency`` connections, ``--duration`` s per round, one server per
 side for the whole run). Reported: the median over rounds per side, the median of the
 per-round ratios on/off for each library (the cost of tracing) with the median of the time
-it adds per request (1/on - 1/off per round), and mcpkit/official in each state. The official SDK comes from bench/.venv-official (run.py installs it); the SDK for its
+it adds per request (1/on - 1/off per round), and mcpkit/official in each state; then the
+servers' own CPU time per request (/proc, every thread: what tracing costs the server itself,
+which a loaded machine does not inflate the way it inflates wall-clock time). The official SDK comes from bench/.venv-official (run.py installs it); the SDK for its
 ``+otel`` side is installed into bench/.venv-otel-sdk (pip ``--target``, the version of the
 opentelemetry-api the official SDK brought). Stdlib only in this process.
 """
@@ -30,6 +32,7 @@ opentelemetry-api the official SDK brought). Stdlib only in this process.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -74,23 +77,30 @@ def stdio_warm(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, 
     rps: dict[str, list[float | None]] = {n: [] for n in sides}
     lat: dict[str, list[float]] = {n: [] for n in sides}
     ok = {n: True for n in sides}
+    cpu: dict[str, list[float | None]] = {n: [] for n in sides}
     requests = [_common.echo_line(i) for i in range(2, calls + 2)]
     for r, _, name in interleaved(rounds, ok.get):
         while len(rps[name]) < r:
             rps[name].append(None)
+        while len(cpu[name]) < r:
+            cpu[name].append(None)
         with stdio_round(res, "otel-stdio", name, ok, sides[name], pin) as srv:
             srv.discover()
             for i in range(50):  # warm-up
                 srv.send(_common.echo_line(10_000_000 + i))
                 srv.recv()
+            cpu0 = cpu_seconds(srv.proc.pid)
             elapsed, took = sequential(srv, requests, lambda i, resp: check_echo(resp, i + 2))
             lat[name].extend(took)
             rps[name].append(calls / elapsed)
+            cpu[name].append(per_request_us(cpu0, cpu_seconds(srv.proc.pid), calls))
             srv.close_stdin_and_wait(10)
             if name.endswith("+otel") and b"otel: first span" not in _stderr(srv):
                 res.notes.append(f"{name}: no span was exported (stdio)")
         print(f"  r{r + 1} {name:14} {rps[name][-1] or 0:9.0f} req/s", flush=True)
-    res.raw["stdio"] = {n: {"rps": v, "p50_ms": ms(pct(lat[n], 50)) if lat[n] else None} for n, v in rps.items()}
+    res.raw["stdio"] = {n: {"rps": v, "p50_ms": ms(pct(lat[n], 50)) if lat[n] else None, "cpu_us": cpu[n]}
+                        for n, v in rps.items()}
+    CPU["stdio"] = cpu
     return rps  # type: ignore[return-value]
 
 
@@ -104,6 +114,8 @@ def http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, durati
          warmup: float) -> dict[str, list[float]]:
     print(f"== HTTP echo tools/call (wrk c={conns}, {duration:g} s): {rounds} rounds", flush=True)
     out: dict[str, list[float]] = {n: [] for n in sides}
+    cpu: dict[str, list[float | None]] = {n: [] for n in sides}
+    CPU["http"] = cpu
     if not ensure_wrk():
         res.error("all", "otel-http", "wrk is not available; HTTP skipped")
         return out
@@ -120,10 +132,12 @@ def http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, durati
                 servers.pop(name, None)
         for r, _, name in interleaved(rounds, servers.__contains__):
             with attempt(res, "otel-http", name, diag=servers[name].diag):
+                cpu0 = cpu_seconds(servers[name].proc.pid)
                 o = run_wrk(servers[name], pin, "echo", conns, duration)
                 if o["errors"]:
                     raise RuntimeError(f"{o['errors']} errors")
                 out[name].append(o["requests"] / (o["duration_us"] / 1e6))
+                cpu[name].append(per_request_us(cpu0, cpu_seconds(servers[name].proc.pid), o["requests"]))
                 print(f"  r{r + 1} {name:14} {out[name][-1]:9.0f} req/s  p50 {o['p50_us'] / 1e3:6.2f} ms", flush=True)
     finally:
         for name, srv in servers.items():
@@ -133,7 +147,50 @@ def http(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, durati
                 if b"otel: first span" not in srv.stderr.read():
                     res.notes.append(f"{name}: no span was exported (HTTP)")
     res.raw["http"] = out  # type: ignore[assignment]
+    res.raw["http_cpu_us"] = cpu  # type: ignore[assignment]
     return out
+
+
+#: Server CPU µs per request, per workload and side (one value per round).
+CPU: dict[str, dict[str, list[float | None]]] = {}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system, every thread) process ``pid`` has used, from /proc (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def per_request_us(before: float | None, after: float | None, requests: int) -> float | None:
+    if before is None or after is None or not requests:
+        return None
+    return (after - before) / requests * 1e6
+
+
+def cpu_table(cpu: dict[str, dict[str, list[float | None]]]) -> list[str]:
+    """Server CPU µs per request: what tracing costs the server, whatever share of a core the
+    machine's load leaves it (the wall-clock µs above grow with that share; these do not)."""
+    def med(v: list[float | None]) -> float | None:
+        xs = [x for x in v if x]
+        return statistics.median(xs) if xs else None
+
+    def f(v: float | None, sign: bool = False) -> str:
+        return "—" if v is None else (f"{v:+.0f}" if sign else f"{v:.0f}")
+
+    lines = ["| workload (server CPU µs per request, median of rounds) | mcpkit | mcpkit+otel | added | official "
+             "| official+otel | added |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, sides in cpu.items():
+        cells = []
+        for lib in LIBS:
+            off, on = sides.get(lib, []), sides.get(f"{lib}+otel", [])
+            added = med([b - a for a, b in zip(off, on) if a and b])
+            cells += [f(med(off)), f(med(on)), f(added, True)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def ratios(a: list[float | None], b: list[float | None]) -> float | None:
@@ -204,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             "| mcpkit/official off | mcpkit/official on |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = [line for name, rps in results.items() for line in table(name, rps)]
-    text = "\n".join([*head, *rows])
+    text = "\n".join([*head, *rows, "", *cpu_table(CPU)])
     print("\n" + text)
     for note in res.notes:
         print(f"note: {note}")

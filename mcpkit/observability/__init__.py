@@ -55,7 +55,7 @@ def instrument_server(server: Server, *, transport: str | None = None, capture_c
     telemetry = ServerTelemetry(transport=transport, capture_content=capture_content,
                                 tracer_provider=tracer_provider, meter_provider=meter_provider)
     server.add_middleware(telemetry)
-    server.session_observer = telemetry  # legacy sessions: their own methods, notifications, duration
+    server.add_session_observer(telemetry)  # legacy sessions: their own methods, notifications, duration
     _servers[server] = telemetry
     return True
 

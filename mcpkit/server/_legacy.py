@@ -67,6 +67,53 @@ class SessionObservers(Protocol):
         ...
 
 
+class ObserverChain:
+    """Two :class:`SessionObservers` as one (``Server.add_session_observer``): ``outer``
+    wraps ``inner``, as a middleware added later wraps one added before."""
+
+    __slots__ = ("outer", "inner")
+
+    def __init__(self, outer: SessionObservers, inner: SessionObservers) -> None:
+        self.outer = outer
+        self.inner = inner
+
+    def session(self, session: LegacySession, resumed: bool = False) -> SessionObserver:
+        return _ChainedSession(self.outer.session(session, resumed), self.inner.session(session, resumed))
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        inner = self.inner
+        self.outer.notified(note, lambda: inner.notified(note, handle))
+
+
+class _ChainedSession:
+    __slots__ = ("outer", "inner")
+
+    def __init__(self, outer: SessionObserver, inner: SessionObserver) -> None:
+        self.outer = outer
+        self.inner = inner
+
+    def handled(self, req: codec.Request, answer: Awaitable[Reply]) -> Awaitable[Reply]:
+        return self.outer.handled(req, self.inner.handled(req, answer))
+
+    def received(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        inner = self.inner
+        self.outer.received(note, lambda: inner.received(note, handle))
+
+    def asked(self, request_id: Any, method: str, params: dict[str, Any],
+              send: Callable[[dict[str, Any]], Awaitable[Any]]) -> Awaitable[Any]:
+        inner = self.inner
+        return self.outer.asked(request_id, method, params, lambda body: inner.asked(request_id, method, body, send))
+
+    def pushed(self, method: str, params: dict[str, Any] | None,
+               send: Callable[[dict[str, Any]], Awaitable[None]]) -> Awaitable[None]:
+        inner = self.inner
+        return self.outer.pushed(method, params, lambda body: inner.pushed(method, body, send))
+
+    def closed(self) -> None:
+        self.outer.closed()
+        self.inner.closed()
+
+
 class ClientRequests:
     """Legacy questions: each goes to the client as a real request, on the stream of the
     request that asks (or the session's own), and its answer is awaited."""

@@ -233,6 +233,15 @@ class Server(Registrations, Operations, Changes):
         """
         self._methods.add_middleware(middleware)
 
+    def add_session_observer(self, observer: SessionObservers) -> None:
+        """Watch every legacy session and the notifications transports handle themselves
+        (telemetry, the request log): see :class:`~._legacy.SessionObservers`. The one added
+        last wraps the others, as with middleware."""
+        from ._legacy import ObserverChain
+
+        current = self.session_observer
+        self.session_observer = observer if current is None else ObserverChain(observer, current)
+
     def require_scopes(self, method: str, scopes: Iterable[str]) -> None:
         """Need OAuth ``scopes`` for every ``method`` request (e.g. ``"tasks/get"``, or an
         extension's method), on top of what a tool, resource or prompt needs."""

@@ -21,6 +21,11 @@ error...), ``input_required`` (an MRTR round asked the client) or ``cancelled``.
 subject (or client id), when the server is protected; ``peer``: the caller's address over
 HTTP. ``trace_id``/``span_id``: the current OpenTelemetry span, when tracing is on.
 
+A 2025-11-25 session's own methods (``initialize``, ``ping``, ``logging/setLevel``,
+``resources/subscribe``...) get a line each too (through ``Server.add_session_observer``:
+no handler answers them), and so does each notification a client sends: ``method``,
+``outcome``, ``duration_ms``, ``era``..., no ``id``.
+
 Never logged: tokens and headers; argument values only with ``arguments=True``
 (``--log-arguments``): they may hold secrets. Nothing is installed, so nothing is paid per
 request, unless you install it.
@@ -30,15 +35,18 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from ..protocol import errors, versions
+from ..protocol import codec, errors, versions
+from ..protocol.meta import PROTOCOL_VERSION
 from ..protocol.types import CallToolParams, GetPromptParams, request_target
 from ._input import InputRequired
 
 if TYPE_CHECKING:
     from ._context import Context
     from ._dispatch import Handler
+    from ._legacy import LegacySession
     from ._server import Server
 
 __all__ = ["RequestLog"]
@@ -62,6 +70,7 @@ class RequestLog:
 
     def install(self, server: Server) -> RequestLog:
         server.add_middleware(self)
+        server.add_session_observer(self)  # the legacy session's own methods, the notifications
         return self
 
     async def __call__(self, ctx: Context, params: Any, call_next: Handler) -> Any:
@@ -76,47 +85,78 @@ class RequestLog:
             outcome = "input_required"
             raise
         except BaseException as exc:
-            import asyncio
-
-            outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
-            code = None if outcome == "cancelled" else errors.INTERNAL_ERROR
+            outcome, code = _failed(exc)
             raise
         else:
             if getattr(result, "isError", False) is True:
                 outcome = "tool_error"
             return result
         finally:
-            self._write(ctx, params, (time.perf_counter() - start) * 1000.0, outcome, code)
+            ms = (time.perf_counter() - start) * 1000.0
+            name, uri = request_target(params)
+            arguments = params.arguments if self.arguments and isinstance(
+                params, (CallToolParams, GetPromptParams)) else _NONE
+            self._write(ctx.method, name if name is not None else uri, ctx.request_id, ms, outcome, code,
+                        ctx.protocol_version, ctx.peer, ctx.auth, arguments)
 
-    def _write(self, ctx: Context, params: Any, ms: float, outcome: str, code: int | None) -> None:
+    # ------------------------------------------------------------ as Server.session_observer
+    def session(self, session: LegacySession, resumed: bool = False) -> _SessionLog:
+        """The log of one legacy session: its own methods and the client's notifications."""
+        return _SessionLog(self, session)
+
+    def notified(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        """A notification outside any legacy session (a 2026-07-28 client's ``notifications/cancelled``)."""
+        params = codec.params_dict(note.params)
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        self.noted(note, handle, version if isinstance(version, str) else None, None, None)
+
+    def noted(self, note: codec.Notification, handle: Callable[[], None], version: str | None, peer: str | None,
+              auth: Any, legacy: bool = False) -> None:
+        """Handle one notification (``handle()``) and write its line (no id)."""
+        start = time.perf_counter()
+        outcome, code = "ok", None
+        try:
+            handle()
+        except BaseException as exc:
+            outcome, code = _failed(exc)
+            raise
+        finally:
+            self._write(note.method, None, _NONE, (time.perf_counter() - start) * 1000.0, outcome, code, version,
+                        peer, auth, _NONE, legacy)
+
+    # ------------------------------------------------------------ the line
+    def _write(self, method: str, target: Any, rid: Any, ms: float, outcome: str, code: int | None,
+               version: str | None, peer: str | None, auth: Any, arguments: Any, legacy: bool = False) -> None:
         now = time.time()
         line: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
             "level": "info" if outcome in ("ok", "tool_error", "input_required") else "warning",
-            "method": ctx.method,
+            "method": method,
         }
-        name, uri = request_target(params)
-        if name is not None or uri is not None:
-            line["target"] = name if name is not None else uri
-        line["id"] = ctx.request_id
+        if target is not None:
+            line["target"] = target
+        if rid is not _NONE:
+            line["id"] = rid
         line["duration_ms"] = round(ms, 3)
         line["outcome"] = outcome
         if code is not None:
             line["error_code"] = code
-        version = ctx.protocol_version
-        line["era"] = "modern" if versions.is_modern(version) else "legacy"
-        line["protocol_version"] = version
+        if version is not None:
+            line["era"] = "modern" if versions.is_modern(version) else "legacy"
+            line["protocol_version"] = version
+        elif legacy:  # a session's notification read before its initialize was answered
+            line["era"] = "legacy"
         if self.transport is not None:
             line["transport"] = self.transport
-        if ctx.peer is not None:
-            line["peer"] = ctx.peer
-        auth = ctx.auth
+        if peer is not None:
+            line["peer"] = peer
         if auth is not None:
             who = auth.subject or getattr(auth, "client_id", None)
             if who:
                 line["principal"] = who
-        if self.arguments and isinstance(params, (CallToolParams, GetPromptParams)):
-            line["arguments"] = params.arguments
+        if arguments is not _NONE:
+            line["arguments"] = arguments
         trace = self._trace if self._trace is not None else sys.modules.get("opentelemetry.trace")
         if trace is not None:
             span = trace.get_current_span().get_span_context()
@@ -131,3 +171,64 @@ class RequestLog:
             data = self._encode(line)
         stream.write(data.decode() + "\n")
         stream.flush()
+
+
+#: No value (a notification's id, arguments not logged).
+_NONE: Any = object()
+
+
+def _failed(exc: BaseException) -> tuple[str, int | None]:
+    """The outcome and code of a handler that raised ``exc`` (not an MCPError)."""
+    import asyncio
+
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled", None
+    if isinstance(exc, errors.MCPError):
+        return "error", exc.code
+    return "error", errors.INTERNAL_ERROR
+
+
+class _SessionLog:
+    """One legacy session's lines: the methods it answers itself (``initialize``, ``ping``,
+    ``logging/setLevel``, ``resources/subscribe``...) and the notifications its client sends."""
+
+    __slots__ = ("log", "session")
+
+    def __init__(self, log: RequestLog, session: LegacySession) -> None:
+        self.log = log
+        self.session = session
+
+    async def handled(self, req: codec.Request, answer: Awaitable[codec.Reply]) -> codec.Reply:
+        start = time.perf_counter()
+        outcome, code = "ok", None
+        try:
+            reply = await answer
+        except BaseException as exc:
+            outcome, code = _failed(exc)
+            raise
+        else:
+            if reply.error_code is not None:
+                outcome, code = "error", reply.error_code
+            return reply
+        finally:
+            session = self.session
+            params = codec.params_dict(req.params)
+            uri = params.get("uri") if isinstance(params, dict) else None
+            self.log._write(req.method, uri if isinstance(uri, str) else None, req.id,
+                            (time.perf_counter() - start) * 1000.0, outcome, code, session.version, session.address,
+                            session.auth, _NONE, True)
+
+    def received(self, note: codec.Notification, handle: Callable[[], None]) -> None:
+        session = self.session
+        self.log.noted(note, handle, session.version, session.address, session.auth, True)
+
+    def asked(self, request_id: Any, method: str, params: dict[str, Any],
+              send: Callable[[dict[str, Any]], Awaitable[Any]]) -> Awaitable[Any]:
+        return send(params)
+
+    def pushed(self, method: str, params: dict[str, Any] | None,
+               send: Callable[[dict[str, Any]], Awaitable[None]]) -> Awaitable[None]:
+        return send(params or {})
+
+    def closed(self) -> None:
+        pass

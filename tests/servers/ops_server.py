@@ -65,6 +65,12 @@ def fail() -> str:
     raise ValueError("boom")
 
 
+@server.resource("ops://status")
+def status() -> str:
+    """A resource to subscribe to."""
+    return "up"
+
+
 @server.readiness_check(name="flag")
 def flag() -> bool:
     return not os.path.exists(os.environ.get("OPS_NOT_READY", "/nonexistent/flag"))
