@@ -83,6 +83,14 @@ class RedisBackend:
             tasks.use_store(self.task_store)
         server.session_store = self.sessions
         server.used_states = self.used_states
+        health = self.node.health  # GET /readyz: PING this Redis (every part shares the node)
+        taken = server.readiness_checks
+        if health not in taken.values():
+            name, n = "redis", 1
+            while name in taken:
+                n += 1
+                name = f"redis-{n}"
+            server.readiness_check(health, name=name)
         self.install_auth(getattr(server, "auth", None))
 
     def install_auth(self, auth: Any) -> None:

@@ -9,14 +9,14 @@ last in-memory client closing). What it yields is ``server.lifespan_state`` and
 ``server.readiness_check(fn)``: ``GET /readyz`` answers 200 only when every check passes.
 A check is a function of no arguments, sync or async, that raises (or returns False) when
 what it checks is not ready. The server's own backends (a Redis bus, session store, task
-store, rate-limit store) are checked too: any of them with a ``health`` check (the Redis
-ones PING Redis) is asked, once per distinct check.
+store, rate-limit store) are checked too: :meth:`mcpkit.backends.redis.RedisBackend.install`
+registers its Redis PING as a check; the same check registered twice runs once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from types import TracebackType
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import LifespanError
@@ -56,8 +56,7 @@ class Running:
                 try:
                     state = await cm.__aenter__()
                 except Exception as exc:
-                    name = getattr(ops, "name", "server")
-                    raise LifespanError(f"the lifespan of {name} failed at startup: "
+                    raise LifespanError(f"the lifespan of {ops.name} failed at startup: "
                                         f"{type(exc).__name__}: {exc}") from exc
                 ops._lifespan_cm = cm
                 ops.lifespan_state = state
@@ -87,6 +86,8 @@ class Running:
 class Operations:
     """The operating side of :class:`~mcpkit.Server` (mixed in)."""
 
+    #: The server's name (set by :class:`~mcpkit.Server`).
+    name: str
     #: ``Server(lifespan=...)``: the factory, or None.
     lifespan: Lifespan | None = None
     #: What the lifespan yielded, while it runs (``ctx.lifespan``); None otherwise.
@@ -101,6 +102,11 @@ class Operations:
         in-memory client enter it; entering again while it runs only shares it)."""
         return Running(self)
 
+    @property
+    def readiness_checks(self) -> Mapping[str, ReadinessCheck]:
+        """The readiness checks added with :meth:`readiness_check`, by name (read-only)."""
+        return MappingProxyType(self._readiness or {})
+
     def readiness_check(self, fn: C | None = None, *, name: str | None = None) -> Any:
         """Add a readiness check (``GET /readyz``): ``server.readiness_check(fn)``, or as a
         decorator (``@server.readiness_check()`` / ``@server.readiness_check(name="db")``).
@@ -110,6 +116,7 @@ class Operations:
         def add(check: C) -> C:
             if not callable(check):
                 raise TypeError("a readiness check must be callable (no arguments)")
+            # the user's callable: a name it carries (RedisHealth.name), else its function name
             key = name or getattr(check, "name", None) or getattr(check, "__name__", None) or "check"
             checks = self._readiness
             if checks is None:
@@ -121,24 +128,6 @@ class Operations:
 
         return add if fn is None else add(fn)
 
-    def _backend_checks(self) -> dict[str, ReadinessCheck]:
-        found: dict[str, ReadinessCheck] = {}
-        seen: set[int] = set()
-        backends: list[Any] = [getattr(self, "bus", None), getattr(self, "session_store", None),
-                               getattr(self, "used_states", None)]
-        for ext in getattr(self, "extensions", {}).values():
-            backends.append(getattr(ext, "store", None))
-        for backend in backends:
-            check = getattr(backend, "health", None)
-            if check is None or not callable(check) or id(check) in seen:
-                continue
-            seen.add(id(check))
-            key = str(getattr(check, "name", None) or type(backend).__name__)
-            while key in found:
-                key += "'"
-            found[key] = check
-        return found
-
     async def readiness(self, timeout: float = READINESS_TIMEOUT) -> dict[str, str]:
         """Run every readiness check at once: ``{}`` when ready, else ``{name: why}`` for those
         that failed (``why`` is the exception's class name, ``False`` or ``timeout``: no detail
@@ -147,8 +136,8 @@ class Operations:
         import inspect
         import logging
 
-        checks = self._backend_checks()
-        seen = {id(c) for c in checks.values()}
+        checks: dict[str, ReadinessCheck] = {}
+        seen: set[int] = set()
         for key, check in (self._readiness or {}).items():
             if id(check) not in seen:  # (a rate-limit store on the same Redis is PINGed once)
                 seen.add(id(check))

@@ -140,12 +140,10 @@ class RateLimits:
                 self._by_method.setdefault(r.method, []).append((i, r))
 
     def install(self, server: Server) -> RateLimits:
-        """Limit ``server``'s requests; a shared store with a ``health`` check (Redis) is also
-        one of its readiness checks (``GET /readyz``)."""
+        """Limit ``server``'s requests. A Redis store's PING is one of the server's readiness
+        checks once :meth:`mcpkit.backends.redis.RedisBackend.install` ran; a store built on its
+        own is added with ``server.readiness_check(store.health)``."""
         server.add_middleware(self)
-        health = getattr(self.store, "health", None)
-        if callable(health):
-            server.readiness_check(health, name=f"rate-limits:{getattr(health, 'name', 'store')}")
         return self
 
     async def __call__(self, ctx: Context, params: Any, call_next: Handler) -> Any:

@@ -40,7 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..protocol import codec, errors, versions
 from ..protocol.meta import PROTOCOL_VERSION
-from ..protocol.types import CallToolParams, GetPromptParams, request_target
+from ..protocol.types import CallToolParams, CallToolResult, GetPromptParams, request_target
 from ._input import InputRequired
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ._dispatch import Handler
     from ._legacy import LegacySession
     from ._server import Server
+    from .auth import Principal
 
 __all__ = ["RequestLog"]
 
@@ -88,7 +89,7 @@ class RequestLog:
             outcome, code = _failed(exc)
             raise
         else:
-            if getattr(result, "isError", False) is True:
+            if _is_tool_error(result):
                 outcome = "tool_error"
             return result
         finally:
@@ -127,7 +128,8 @@ class RequestLog:
 
     # ------------------------------------------------------------ the line
     def _write(self, method: str, target: Any, rid: Any, ms: float, outcome: str, code: int | None,
-               version: str | None, peer: str | None, auth: Any, arguments: Any, legacy: bool = False) -> None:
+               version: str | None, peer: str | None, auth: Principal | None, arguments: Any,
+               legacy: bool = False) -> None:
         now = time.time()
         line: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
@@ -152,7 +154,7 @@ class RequestLog:
         if peer is not None:
             line["peer"] = peer
         if auth is not None:
-            who = auth.subject or getattr(auth, "client_id", None)
+            who = auth.subject or auth.client_id
             if who:
                 line["principal"] = who
         if arguments is not _NONE:
@@ -232,3 +234,11 @@ class _SessionLog:
 
     def closed(self) -> None:
         pass
+
+
+def _is_tool_error(result: Any) -> bool:
+    """Whether a handler's result is a tool result with ``isError`` (typed, or a plain dict
+    from a handler that answers with one, such as a proxy's)."""
+    if isinstance(result, CallToolResult):
+        return result.isError is True
+    return isinstance(result, dict) and result.get("isError") is True
