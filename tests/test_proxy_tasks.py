@@ -87,9 +87,12 @@ def test_a_legacy_client_gets_the_backends_tasks(proxied_everything: str) -> Non
     assert doomed == "cancelled"
 
 
-@pytest.mark.parametrize("answer", [{"action": "accept", "content": {"interpretation": "historical"}},
-                                    {"action": "decline"}])
-def test_a_tasks_question_reaches_the_legacy_client(proxied_everything: str, answer: dict[str, Any]) -> None:
+ANSWERS = [{"action": "accept", "content": {"interpretation": "historical"}}, {"action": "decline"}]
+
+
+def ask_through(url: str, answer: dict[str, Any], era: str | None = None, **options: Any) -> None:
+    """An ambiguous research task through the proxy: its one question reaches the client's
+    elicitation handler, and the answer shapes the report."""
     async def main() -> tuple[list[Any], list[str], str]:
         asked: list[Any] = []
         statuses: list[str] = []
@@ -98,7 +101,9 @@ def test_a_tasks_question_reaches_the_legacy_client(proxied_everything: str, ans
             asked.append(params)
             return answer
 
-        async with Client(proxied_everything, mode="legacy", era_cache=EraCache(), elicitation=elicit) as client:
+        async with Client(url, era_cache=EraCache(), elicitation=elicit, **options) as client:
+            if era is not None:
+                assert client.era == era
             handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True},
                                             task=True)
             result = await handle.result(on_status=lambda status, message: statuses.append(status))
@@ -111,6 +116,11 @@ def test_a_tasks_question_reaches_the_legacy_client(proxied_everything: str, ans
         assert "# Research Report: tides (historical)" in text
     else:
         assert "User declined - using default interpretation" in text
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_a_tasks_question_reaches_the_legacy_client(proxied_everything: str, answer: dict[str, Any]) -> None:
+    ask_through(proxied_everything, answer, mode="legacy")
 
 
 def test_the_legacy_task_methods_are_not_served_to_a_modern_client(proxied_everything: str) -> None:
@@ -127,34 +137,12 @@ def test_the_legacy_task_methods_are_not_served_to_a_modern_client(proxied_every
     assert run(main(), 60) == [-32601, -32601]
 
 
-@pytest.mark.parametrize("answer", [{"action": "accept", "content": {"interpretation": "historical"}},
-                                    {"action": "decline"}])
+@pytest.mark.parametrize("answer", ANSWERS)
 def test_a_tasks_question_reaches_a_modern_client_through_the_tasks_extension(
         proxied_everything: str, answer: dict[str, Any]) -> None:
     # The 2026-07-28 client sees the task input_required with inputRequests in tasks/get,
     # answers them with tasks/update (its TaskHandle does), and the task goes on.
-    async def main() -> tuple[list[Any], list[str], str]:
-        asked: list[Any] = []
-        statuses: list[str] = []
-
-        async def elicit(params: Any) -> dict[str, Any]:
-            asked.append(params)
-            return answer
-
-        async with Client(proxied_everything, era_cache=EraCache(), elicitation=elicit) as client:
-            assert client.era == "modern"
-            handle = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True},
-                                            task=True)
-            result = await handle.result(on_status=lambda status, message: statuses.append(status))
-            return asked, statuses, text_of(result)
-
-    asked, statuses, text = run(main(), 90)
-    assert len(asked) == 1 and "tides" in asked[0].message
-    assert "input_required" in statuses and statuses[-1] == "completed"
-    if answer["action"] == "accept":
-        assert "# Research Report: tides (historical)" in text
-    else:
-        assert "User declined - using default interpretation" in text
+    ask_through(proxied_everything, answer, era="modern")
 
 
 def test_tasks_update_with_nothing_waiting_is_refused(proxied_everything: str) -> None:
