@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..errors import ProtocolError, TransportClosed, TransportError
 from ..protocol import codec
+from ..protocol.lines import LineSplitter
 from ..transports.stdio import StdioProcess
 from ._pending import PendingRequests
 from ._transport import NO_CREDENTIALS, Capabilities, ClientTransport, OnNote, Response, answer_request
@@ -39,8 +40,7 @@ class StdioTransport(PendingRequests, ClientTransport):
         self._garbage: asyncio.TimerHandle | None = None
         self._eof: asyncio.Future[None] | None = None  # set once the output's EOF is handled
         self._rfd = -1  # the read end of the server's stdout (-1: none, or read by _reader)
-        self._buf = b""  # the start of a line not complete yet
-        self._skipping = False  # inside an oversized line, until its newline
+        self._lines: LineSplitter | None = None  # the server's stdout, read by _readable
 
     @property
     def closed(self) -> bool:
@@ -78,7 +78,7 @@ class StdioTransport(PendingRequests, ClientTransport):
                 os.close(w)  # the child has it: EOF comes when the child's copy closes
         if r >= 0:
             os.set_blocking(r, False)
-            self._rfd, self._buf, self._skipping = r, b"", False
+            self._rfd, self._lines = r, LineSplitter(self.proc.max_line)
         else:
             self._reader = loop.create_task(self._read())
 
@@ -89,28 +89,25 @@ class StdioTransport(PendingRequests, ClientTransport):
             return
         except OSError:
             data = b""
+        lines = self._lines
+        assert lines is not None
         if not data:
             self._stop_reading()
-            if self._buf and not self._skipping:
-                self._line(self._buf)  # a last line without its newline
+            last = lines.end()  # a last line without its newline
+            if last is None:
+                self._skipped()
+            elif last:
+                self._line(last)
             self._finish()
             return
-        if self._skipping:
-            i = data.find(b"\n")
-            if i < 0:
-                return
-            self._skipping, data = False, data[i + 1:]
-        lines = (self._buf + data).split(b"\n") if self._buf else data.split(b"\n")
-        self._buf = lines.pop()
-        limit = self.proc.max_line
-        if len(self._buf) > limit:
-            self._buf, self._skipping = b"", True
-            log.warning("skipped a line longer than %d bytes from the server", limit)
-        for line in lines:
-            if len(line) > limit:
-                log.warning("skipped a line longer than %d bytes from the server", limit)
+        for line in lines.feed(data):
+            if line is None:
+                self._skipped()
             else:
                 self._line(line)
+
+    def _skipped(self) -> None:
+        log.warning("skipped a line longer than %d bytes from the server", self.proc.max_line)
 
     def _stop_reading(self) -> None:
         if self._rfd >= 0:

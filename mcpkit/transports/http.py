@@ -97,7 +97,7 @@ class HttpApp:
         self.policy = HostPolicy(allowed_hosts, allowed_origins)
         #: OAuth protection (``mcpkit.auth.server.ResourceServerAuth``): ``auth``, else the
         #: server's own ``Server(auth=...)``; None (open to all) only when neither is set.
-        self.auth: Authenticator | None = auth if auth is not None else serving.auth
+        self.auth: Authenticator | None = _resource.serving_auth(server, auth)
         auth = self.auth
         #: The protected resource URL when fixed (the auth's ``resource=``, else ``public_url``);
         #: None: the local address of each request's socket (never a request header).

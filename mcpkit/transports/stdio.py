@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, assert_never
 
 from ..protocol import codec, errors, routing
+from ..protocol.lines import LineSplitter
 from ..protocol.routing import ServeModern
 from . import _stdio_main
 from ._interface import Dispatcher, Envelope, LegacyPeer
@@ -322,10 +323,11 @@ async def _lines(fd: int, session: StdioServerSession, head: bytes = b"") -> Asy
                 else:
                     yield line
             if feed.eof:
-                if feed.skipping:
+                last = feed.lines.end()
+                if last is None:
                     session.write(_too_long())
-                elif feed.buf:
-                    yield feed.buf  # a last line without its newline still counts
+                elif last:
+                    yield last  # a last line without its newline still counts
                 return
             loop.add_reader(fd, feed.readable)
     finally:
@@ -375,14 +377,13 @@ class _Feed:
     (``None`` in the backlog keeps its place among the lines).
     """
 
-    __slots__ = ("loop", "fd", "session", "buf", "backlog", "eof", "skipping", "wake")
+    __slots__ = ("loop", "fd", "session", "lines", "backlog", "eof", "wake")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, session: StdioServerSession, head: bytes) -> None:
         self.loop = loop
         self.fd = fd
         self.session = session
-        self.skipping = len(head) > _stdio_main.MAX_LINE  # inside an oversized line, until its newline
-        self.buf = b"" if self.skipping else head  # the start of a line not complete yet
+        self.lines = LineSplitter(_stdio_main.MAX_LINE, head)
         self.backlog: deque[bytes | None] = deque()
         self.eof = False
         self.wake: asyncio.Future[None] = loop.create_future()
@@ -399,24 +400,10 @@ class _Feed:
             self._stop()
             return
         session, backlog = self.session, self.backlog
-        if self.skipping:
-            i = data.find(b"\n")
-            if i < 0:
-                return
-            self.skipping = False
-            data = data[i + 1:]
-            if backlog:
-                backlog.append(None)
-            else:
-                session.write(_too_long())
-        lines = (self.buf + data).split(b"\n") if self.buf else data.split(b"\n")
-        self.buf = lines.pop()
-        if len(self.buf) > _stdio_main.MAX_LINE:
-            self.buf, self.skipping = b"", True
-        for line in lines:
+        for line in self.lines.feed(data):
             if backlog or session.full():
-                backlog.append(None if len(line) > _stdio_main.MAX_LINE else line)
-            elif len(line) > _stdio_main.MAX_LINE:
+                backlog.append(line)
+            elif line is None:
                 session.write(_too_long())
             else:
                 session.feed(line)
