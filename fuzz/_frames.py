@@ -528,6 +528,9 @@ class Ledger:
             "owed": sum(self.owed.values()),
             "answered": sum(self.answered.values()),
             "unanswered": len(self.missing()),
+            # owed, but cancelled (or past the line limit) before an answer: may stay unanswered
+            "excused_unanswered": sum(n - self.answered.get(k, 0) for k, n in self.owed.items()
+                                      if k in self.excused and self.answered.get(k, 0) < n),
             "duplicates": len(self.duplicates),
             "unexpected": len(self.unexpected),
             "invalid_lines": len(self.invalid),

@@ -32,7 +32,8 @@ def assert_clean(summary: dict[str, Any]) -> None:
     assert summary["ok"], shown
     assert summary["unanswered"] == summary["duplicates"] == summary["unexpected"] == summary["invalid_lines"] == 0, shown
     assert summary["server_up_until_eof"] and summary["exit_code"] == 0 and summary["tracebacks"] == 0, shown
-    assert summary["owed"] > 0 and summary["answered"] >= summary["owed"], shown
+    # (a request cancelled before it ran, or the line past the limit, is owed but excused)
+    assert summary["owed"] > 0 and summary["answered"] >= summary["owed"] - summary["excused_unanswered"], shown
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -82,6 +82,8 @@ def parser() -> argparse.ArgumentParser:
                      help="a token bucket per caller, e.g. 100/s, tools/call:10/s, tools/call:search:5/m (repeatable; "
                           "shared through --redis when given)")
     _serve_ops.add_arguments(ops)
+    p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                   help="the event loop: uvloop where it is installed (auto, the default), or asyncio's")
     p.add_argument("--reload", action="store_true",
                    help="for development (with --http): restart when a .py file next to the server changes")
     return p
@@ -177,6 +179,8 @@ def _serve_stdio(ns: argparse.Namespace) -> int:
         print(startup_line(server, "stdio"), file=sys.stderr)
     signal.signal(signal.SIGINT, on_signal)
     options: dict[str, Any] = {"out_fd": out_fd}
+    if ns.loop != "auto":
+        options["loop"] = ns.loop
     if _accepts(run_stdio_server, "fast_exit"):
         options["fast_exit"] = True
     from ..errors import LifespanError
@@ -283,6 +287,8 @@ def _serve_http(ns: argparse.Namespace) -> int:
             shared["allowed_hosts"] = ns.allowed_host
         if ns.allowed_origin:
             shared["allowed_origins"] = ns.allowed_origin
+        if ns.loop != "auto":
+            shared["loop"] = ns.loop
         return _serve_workers(ns, shared)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -299,6 +305,8 @@ def _serve_http(ns: argparse.Namespace) -> int:
 
         options = http_options(ns, ns.port, auth, public_url)
         options.update(_serve_ops.http_options(ns))
+        if ns.loop != "auto":
+            options["loop"] = ns.loop
         print(startup_line(server, f"http://{_hostport(ns.host, ns.port)}{ns.path}", auth), file=sys.stderr, flush=True)
         from ..errors import LifespanError
 

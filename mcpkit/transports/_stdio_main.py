@@ -132,7 +132,7 @@ def _answer_now(server: Dispatcher, line: bytes, write: Callable[[bytes], None],
 
 def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int | None = None,
                      out_fd: int | None = None, runner: Callable[[Coroutine[Any, Any, None]], object] | None = None,
-                     **kwargs: Any) -> None:
+                     loop: str = "auto", **kwargs: Any) -> None:
     """Serve ``server`` on stdio until stdin closes and what was in flight is answered, then return.
 
     ``out_fd``: an fd already claimed for MCP (see :func:`claim_stdout`); the caller keeps
@@ -145,8 +145,10 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     skipped, so a host closing many servers is not kept waiting (``mcpkit serve`` does
     this). Code after ``server.run()`` then never runs.
 
-    ``runner`` runs the serving coroutine instead of ``asyncio.run`` (a proxy runs it on its
-    backend's loop, so that the front and the backend client share one loop).
+    ``loop``: the event loop served on once the opening is over: ``"auto"`` (uvloop where it
+    is installed, as for HTTP; else asyncio's), ``"asyncio"`` or ``"uvloop"``.
+    ``runner`` runs the serving coroutine instead (a proxy runs it on its backend's loop, so
+    that the front and the backend client share one loop).
 
     Called while a server file is being loaded (see :mod:`._loading`), it serves nothing and
     hands ``server`` to the loader. A server with a ``lifespan`` is served inside it (started
@@ -155,6 +157,10 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     from ._loading import hand_over
 
     hand_over(server)
+    if runner is None:
+        from ._loops import check_loop
+
+        check_loop(loop)  # before anything is read
     if not logging.getLogger().handlers:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
@@ -162,25 +168,31 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     mcp_fd = claim_stdout() if out_fd is None else out_fd
     try:
         if server.serving.lifespan:  # no synchronous opening: nothing is answered before it started
-            import asyncio
-
             from .stdio import serve_stdio_running
 
-            (runner or asyncio.run)(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs))
+            _run(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
         else:
             opening = answer_opening(server, in_fd, Out(mcp_fd).write)
             if opening.lines or opening.rest or not opening.eof:
-                import asyncio
-
                 from .stdio import serve_stdio
 
-                (runner or asyncio.run)(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs))
+                _run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs), runner, loop)
     except KeyboardInterrupt:
         pass
     if fast_exit:
         _exit_now()
     if claimed:
         os.close(mcp_fd)
+
+
+def _run(coro: Coroutine[Any, Any, None], runner: Callable[[Coroutine[Any, Any, None]], object] | None,
+         loop: str) -> None:
+    if runner is not None:
+        runner(coro)
+    else:
+        from . import _loops
+
+        _loops.run(coro, loop)
 
 
 def _exit_now() -> None:

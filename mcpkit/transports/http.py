@@ -357,6 +357,7 @@ def run_http_server(
     sockets: list[Any] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     runner: Callable[[Coroutine[Any, Any, None]], object] | None = None,
+    loop: str = "auto",
     **app_options: Any,
 ) -> None:
     """Serve ``server`` on uvicorn (httptools and uvloop when installed, h11 otherwise).
@@ -365,6 +366,7 @@ def run_http_server(
     ``port`` are not bound). ``on_shutdown`` runs after the server stopped accepting.
     ``runner`` runs the serving coroutine instead of uvicorn's own ``asyncio.run`` (a proxy
     runs it on its backend's loop, so that the front and the backend client share one loop).
+    ``loop``: ``"auto"`` (uvloop where it is installed, else asyncio's), ``"asyncio"`` or ``"uvloop"``.
     The server's own ``auth`` applies (unless ``auth=`` names another); its audience is the
     auth's ``resource=``, else ``public_url``, else the address bound here (a wildcard host
     without either is refused with ValueError).
@@ -377,6 +379,9 @@ def run_http_server(
         import uvicorn
     except ImportError as exc:  # pragma: no cover
         raise SystemExit("mcpkit: serving HTTP needs uvicorn: pip install 'mcpkit[http]'") from exc
+    from ._loops import loop_factory
+
+    loop_factory(loop)  # ValueError now for an unknown loop, or uvloop where it is not installed
     if app_options.get("allowed_hosts") is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s with the loopback-only Host allow-list; pass allowed_hosts= for remote clients", host)
     limits = _limits.Limits.pop_from(app_options)
@@ -384,7 +389,7 @@ def run_http_server(
     app = HttpApp(server, path=path, **app_options)
     # proxy_headers off: X-Forwarded-* is not trusted (the peer address is a session quota key).
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=log_level, lifespan="off",
-                            server_header=False, date_header=False, proxy_headers=False,
+                            server_header=False, date_header=False, proxy_headers=False, loop=loop,
                             **_limits.uvicorn_options(limits))
 
     class _Server(uvicorn.Server):

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, assert_never
 
 from ..protocol import codec, errors, routing
@@ -27,6 +27,17 @@ log = logging.getLogger("mcpkit.stdio")
 
 #: Requests a stdio server handles at once before it stops reading (backpressure).
 DEFAULT_MAX_INFLIGHT = 256
+
+
+if sys.version_info >= (3, 12):
+    def _start(coro: Coroutine[Any, Any, None], loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
+        """Start a request's task eagerly: it runs now, up to its first suspension, so a
+        handler that never waits is answered in this loop step (no second pass of the loop,
+        no scheduling, no wake-up)."""
+        return asyncio.Task(coro, loop=loop, eager_start=True)
+else:  # Python 3.11 has no eager tasks
+    def _start(coro: Coroutine[Any, Any, None], loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
+        return loop.create_task(coro)
 
 
 # ====================================================================== server
@@ -84,11 +95,11 @@ class StdioServerSession:
                 return
             action = self.router.receive_request(msg)
             if isinstance(action, ServeModern):  # the hot path
-                loop = self._loop or self._running_loop()
-                task = loop.create_task(self._serve(msg))
-                self.inflight[rid] = task
-                if msg.method == "subscriptions/listen":
-                    self.listens.add(task)
+                task = _start(self._serve(msg), self._loop or self._running_loop())
+                if not task.done():  # (an eager start may have answered it already)
+                    self.inflight[rid] = task
+                    if msg.method == "subscriptions/listen":
+                        self.listens.add(task)
             else:
                 self._request(msg, action)
         elif type(msg) is codec.Notification:
