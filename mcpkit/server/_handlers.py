@@ -4,13 +4,13 @@ completion/complete and subscriptions/listen, answered from a server's registrat
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
+from .._lazy import LazyLogger
 from ..errors import ToolError
 from ..protocol import errors, subscriptions
 from ..protocol import meta as M
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._primitives import CacheScope
     from ._server import Server
 
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 
 async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:

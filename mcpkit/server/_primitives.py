@@ -3,7 +3,6 @@ become wire results."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -107,10 +106,18 @@ def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.R
 
 
 # ------------------------------------------------------------------ definitions
-@dataclasses.dataclass(eq=False)
 class CacheHints:
-    ttl_ms: int | None = None
-    cache_scope: CacheScope | None = None
+    """A primitive's ``ttl_ms`` and ``cache_scope`` (None: the server's). (A plain class, not a
+    dataclass: the dataclasses module is not loaded for it.)"""
+
+    __slots__ = ("ttl_ms", "cache_scope")
+
+    def __init__(self, ttl_ms: int | None = None, cache_scope: CacheScope | None = None) -> None:
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+
+    def __repr__(self) -> str:
+        return f"CacheHints(ttl_ms={self.ttl_ms!r}, cache_scope={self.cache_scope!r})"
 
 
 class ToolDef:
