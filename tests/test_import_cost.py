@@ -69,3 +69,69 @@ def test_a_stdio_server_answers_discover_without_asyncio():
     assert proc.returncode == 0, proc.stderr
     assert '"result"' in proc.stdout, proc.stdout
     assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+
+
+_DISCOVER = ('{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{'
+             '"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+             '"io.modelcontextprotocol/clientCapabilities":{},'
+             '"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}\n')
+
+#: Not loaded before a stdio server's first ``server/discover`` answer (each was part of the
+#: cold start, issue 24). ``inspect`` and ``typing_extensions`` are not here: msgspec loads them.
+COLD_DEFERRED = ("asyncio", "logging", "traceback", "weakref", "dataclasses", "copy", "base64", "binascii", "heapq",
+                 "shutil", "bz2", "lzma", "mcpkit.server._once", "mcpkit.server._keys")
+
+# A server file that reports, as the process ends right after its last answer (fast exit
+# runs atexit handlers), which of COLD_DEFERRED were loaded by then.
+_REPORTING_SERVER = (
+    "import atexit, sys\nfrom mcpkit import Server\nserver = Server('cold', '1')\n"
+    "@server.tool()\ndef echo(text: str) -> str:\n    '''Echo the text back.'''\n    return text\n"
+    f"atexit.register(lambda: sys.stderr.write('LOADED ' + repr(sorted(m for m in {COLD_DEFERRED!r} if m in sys.modules))))\n"
+)
+
+
+def _loaded_at_exit(argv: list[str]) -> list[str]:
+    proc = subprocess.run(argv, input=_DISCOVER, capture_output=True, text=True, cwd=ROOT, env=subprocess_env(),
+                          timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert '"result"' in proc.stdout, proc.stdout
+    report = [line for line in proc.stderr.splitlines() if line.startswith("LOADED ")]
+    assert report, proc.stderr
+    return list(eval(report[-1][len("LOADED "):]))
+
+
+def test_a_server_file_run_directly_answers_discover_before_loading_the_deferred_modules(tmp_path):
+    path = tmp_path / "cold_server.py"
+    path.write_text(_REPORTING_SERVER + "server.run(fast_exit=True)\n")
+    assert _loaded_at_exit([sys.executable, str(path)]) == []
+
+
+def test_mcpkit_serve_answers_discover_before_loading_the_deferred_modules(tmp_path):
+    path = tmp_path / "cold_server.py"
+    path.write_text(_REPORTING_SERVER)
+    assert _loaded_at_exit([sys.executable, "-m", "mcpkit", "serve", str(path)]) == []
+
+
+def test_mcpkit_logs_to_stderr_as_before_once_logging_loads(tmp_path):
+    """The stdio server still sets up the root logger (``LEVEL name: message`` on stderr); it
+    just does so when mcpkit first logs or the event loop starts, not before the first answer."""
+    path = tmp_path / "boom_server.py"
+    path.write_text("from mcpkit import Server\nserver = Server('boom', '1')\n"
+                    "@server.tool()\ndef boom() -> str:\n    raise RuntimeError('kaboom')\n"
+                    "server.run(fast_exit=True)\n")
+    call = _DISCOVER.replace('"id":1', '"id":2').replace('"server/discover","params":{',
+                                                          '"tools/call","params":{"name":"boom","arguments":{},')
+    proc = subprocess.run([sys.executable, str(path)], input=_DISCOVER + call, capture_output=True, text=True,
+                          cwd=ROOT, env=subprocess_env(), timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert '"isError":true' in proc.stdout, proc.stdout
+    assert "ERROR mcpkit.server: tool boom raised" in proc.stderr, proc.stderr
+    assert "RuntimeError: kaboom" in proc.stderr, proc.stderr
+
+
+def test_module_regular_expressions_compile_on_first_use():
+    code = ("import re\nfrom mcpkit.protocol import meta\n"
+            "assert not isinstance(meta._KEY_RE, re.Pattern)\n"
+            "assert meta.is_valid_key('io.example/x') and not meta.is_valid_key('-bad')\n"
+            "assert isinstance(meta._KEY_RE, re.Pattern)\n")
+    assert loaded(code, ()) == []
