@@ -79,7 +79,7 @@ _DISCOVER = ('{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_met
 #: Not loaded before a stdio server's first ``server/discover`` answer (each was part of the
 #: cold start, issue 24). ``inspect`` and ``typing_extensions`` are not here: msgspec loads them.
 COLD_DEFERRED = ("asyncio", "logging", "traceback", "weakref", "dataclasses", "copy", "base64", "binascii", "heapq",
-                 "shutil", "bz2", "lzma", "mcpkit.server._once", "mcpkit.server._keys")
+                 "shutil", "bz2", "lzma", "mcpkit.server._once", "mcpkit.server._keys", "mcpkit.protocol._types_more")
 
 # A server file that reports, as the process ends right after its last answer (fast exit
 # runs atexit handlers), which of COLD_DEFERRED were loaded by then.
@@ -134,4 +134,14 @@ def test_module_regular_expressions_compile_on_first_use():
             "assert not isinstance(meta._KEY_RE, re.Pattern)\n"
             "assert meta.is_valid_key('io.example/x') and not meta.is_valid_key('-bad')\n"
             "assert isinstance(meta._KEY_RE, re.Pattern)\n")
+    assert loaded(code, ()) == []
+
+
+@pytest.mark.parametrize("name", ["CreateMessageRequestParams", "ElicitResult", "ListRootsResult", "ProgressParams",
+                                  "NOTIFICATION_PARAMS", "JSONRPCRequest", "SamplingContentBlock"])
+def test_the_wire_types_defined_on_first_use_are_still_in_mcpkit_types(name):
+    code = (f"import mcpkit.protocol.types as t\nimport sys\nassert {name!r} in dir(t)\n"
+            f"assert 'mcpkit.protocol._types_more' not in sys.modules\n"
+            f"from mcpkit.protocol.types import {name}\nimport mcpkit\n"
+            f"assert getattr(t, {name!r}) is {name} is getattr(mcpkit.types, {name!r})\n")
     assert loaded(code, ()) == []
