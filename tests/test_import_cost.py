@@ -79,7 +79,8 @@ _DISCOVER = ('{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_met
 #: Not loaded before a stdio server's first ``server/discover`` answer (each was part of the
 #: cold start, issue 24). ``inspect`` and ``typing_extensions`` are not here: msgspec loads them.
 COLD_DEFERRED = ("asyncio", "logging", "traceback", "weakref", "dataclasses", "copy", "base64", "binascii", "heapq",
-                 "shutil", "bz2", "lzma", "mcpkit.server._once", "mcpkit.server._keys", "mcpkit.protocol._types_more")
+                 "shutil", "bz2", "lzma", "mcpkit.server._once", "mcpkit.server._keys", "mcpkit.protocol._types_more",
+                 "mcpkit.server._uritemplate", "mcpkit.protocol.subscriptions", "mcpkit.observability")
 
 # A server file that reports, as the process ends right after its last answer (fast exit
 # runs atexit handlers), which of COLD_DEFERRED were loaded by then.

@@ -14,7 +14,6 @@ from ..protocol import errors
 from ..protocol import types as t
 from ._pydantic import to_builtins_hook
 from ._signature import Output, Signature
-from ._uritemplate import UriTemplate
 
 _json = msgspec.json.Encoder()
 _CONTENT = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
@@ -206,6 +205,8 @@ class TemplateDef:
     def __init__(self, fn: Callable[..., Any], uri_template: str, *, name: str | None, title: str | None,
                  description: str | None, mime_type: str | None, annotations: Any, icons: list[Any] | None,
                  meta: dict[str, Any] | None, cache: CacheHints, blocking: bool) -> None:
+        from ._uritemplate import UriTemplate
+
         self.template = UriTemplate(uri_template)
         self.sig = Signature(fn, "resource")
         missing = [p for p in self.sig.param_names if p not in self.template.variables]

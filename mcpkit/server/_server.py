@@ -5,13 +5,14 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from msgspec import UNSET
 
-from ..protocol import codec, errors, inbound, subscriptions, versions
+from ..protocol import codec, errors, inbound, versions
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.codec import Reply
@@ -378,6 +379,8 @@ class Server(Registrations, Operations, Changes):
 
     def acknowledged_filter(self, wanted: t.SubscriptionFilter) -> t.SubscriptionFilter:
         """The part of ``wanted`` this server honours (what it has, and can notify about)."""
+        from ..protocol import subscriptions  # (loaded with the first listen, not by a cold start)
+
         return subscriptions.acknowledge(wanted, self._capability_names)
 
     # ---------------------------------------------------------------- what the server offers
@@ -585,6 +588,8 @@ class Server(Registrations, Operations, Changes):
 def _auto_telemetry(server: Server, transport: str) -> None:
     """OpenTelemetry spans and metrics when the process has OpenTelemetry set up (see
     :mod:`mcpkit.observability`; it imports nothing from OpenTelemetry otherwise)."""
+    if "opentelemetry.trace" not in sys.modules and "opentelemetry.metrics" not in sys.modules:
+        return  # not loaded, so not configured (observability.configured): not even that module is needed
     from ..observability import auto_instrument
 
     auto_instrument(server, transport)
