@@ -152,7 +152,7 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     hands ``server`` to the loader. A server with a ``lifespan`` is served inside it (started
     before the first line is read; a failure there is :class:`~mcpkit.errors.LifespanError`).
     """
-    from ._loading import hand_over
+    from . import hand_over
 
     hand_over(server)
     if "logging" in sys.modules:  # the process logs already: its records are formatted from the start
