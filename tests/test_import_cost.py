@@ -148,3 +148,18 @@ def test_the_wire_types_defined_on_first_use_are_still_in_mcpkit_types(name):
             f"from mcpkit.protocol.types import {name}\nimport mcpkit\n"
             f"assert getattr(t, {name!r}) is {name} is getattr(mcpkit.types, {name!r})\n")
     assert loaded(code, ()) == []
+
+
+@pytest.mark.parametrize("columns", [None, "100", "30", "0", "wide"])
+def test_the_cli_help_formatter_takes_argparse_width_without_shutil(monkeypatch, columns):
+    import argparse
+
+    from mcpkit.cli._help import HelpFormatter
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    ours, theirs = HelpFormatter("mcpkit serve"), argparse.HelpFormatter("mcpkit serve")
+    assert (ours._width, ours._max_help_position) == (theirs._width, theirs._max_help_position)
+    assert HelpFormatter("mcpkit serve", width=50)._width == argparse.HelpFormatter("mcpkit serve", width=50)._width
