@@ -40,3 +40,33 @@ def lazy_exports(package: str, table: Mapping[str, str], namespace: dict[str, An
         return list(listed) if listed is not None else sorted(set(namespace) | set(table))
 
     return __getattr__, __dir__
+
+
+class LazyLogger:
+    """``logging.getLogger(name)``, looked up (and :mod:`logging` imported) on first use: a
+    module's ``log = LazyLogger("mcpkit.server")`` costs nothing until something is logged,
+    so a server that never logs answers its first request without importing logging.
+
+    Every attribute is the real logger's at the time it is read (levels, handlers and
+    ``caplog`` behave as with the logger itself).
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if before_first_log:
+            before_first_log.pop()()
+        import logging
+
+        return getattr(logging.getLogger(self.name), attr)
+
+    def __repr__(self) -> str:
+        return f"<LazyLogger {self.name!r}>"
+
+
+#: At most one pending step to run once before mcpkit's first log record: the stdio server
+#: sets up the root logger there when logging was not loaded by the time it started.
+before_first_log: list[Callable[[], None]] = []

@@ -8,6 +8,7 @@ limits, so that refusals are logged), rate limits, then the tools' budgets (a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,9 @@ def operate(server: Server, transport: str, *, otel: bool = False, rate_limits: 
         from .server.requestlog import RequestLog
 
         RequestLog(transport=transport, arguments=log_arguments).install(server)
-    from .observability import setup
+    if otel or "opentelemetry.trace" in sys.modules or "opentelemetry.metrics" in sys.modules:
+        # (without --otel, setup only instruments when OpenTelemetry is loaded and configured:
+        # otherwise observability itself is not loaded before the first answer)
+        from .observability import setup
 
-    setup(server, transport, force=otel)
+        setup(server, transport, force=otel)

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 import sys
-import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import weakref
+
     from ..server import Server
 
 __all__ = ["McpkitInstrumentor", "auto_instrument", "configured", "disabled", "instrument_clients",
@@ -34,7 +35,18 @@ __all__ = ["McpkitInstrumentor", "auto_instrument", "configured", "disabled", "i
 
 _MISSING = "telemetry needs opentelemetry-api: pip install 'mcpkit[otel]'"
 
-_servers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+#: The servers instrumented so far (made with the first: a cold start that instruments none
+#: does not load weakref).
+_servers: weakref.WeakKeyDictionary[Any, Any] | None = None
+
+
+def _instrumented() -> weakref.WeakKeyDictionary[Any, Any]:
+    global _servers
+    if _servers is None:
+        import weakref
+
+        _servers = weakref.WeakKeyDictionary()
+    return _servers
 
 
 def instrument_server(server: Server, *, transport: str | None = None, capture_content: bool = False,
@@ -46,7 +58,7 @@ def instrument_server(server: Server, *, transport: str | None = None, capture_c
     The providers default to the global ones. Returns False when it was already instrumented.
     Raises ImportError (one line) when opentelemetry-api is not installed.
     """
-    if server in _servers:
+    if server in _instrumented():
         return False
     try:
         from ._server import ServerTelemetry
@@ -56,7 +68,7 @@ def instrument_server(server: Server, *, transport: str | None = None, capture_c
                                 tracer_provider=tracer_provider, meter_provider=meter_provider)
     server.add_middleware(telemetry)
     server.add_session_observer(telemetry)  # legacy sessions: their own methods, notifications, duration
-    _servers[server] = telemetry
+    _instrumented()[server] = telemetry
     return True
 
 
@@ -105,7 +117,7 @@ def configured() -> bool:
 def auto_instrument(server: Server, transport: str | None = None) -> bool:
     """Instrument ``server`` (and this process's clients) when :func:`configured` and not
     :func:`disabled`; called when a server starts serving. True when it did."""
-    if server in _servers or disabled() or not configured():
+    if disabled() or not configured() or server in _instrumented():
         return False
     from ..client import request_observer
 

@@ -5,13 +5,12 @@ Pure functions over bytes, shared by every transport.
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from . import errors
+from . import errors, lazy_re
 from .errors import InvalidMessage as InvalidMessage  # raised by decode()
 
 RequestId = Union[int, str]
@@ -203,7 +202,8 @@ def _strip_bom(data: bytes | str) -> bytes | str | None:
 
 #: Top-level members with plain scalar values, then ``"id"``: what a streaming parser
 #: would have read before it stopped at the nesting limit.
-_LEADING_ID = re.compile(
+_LEADING_ID = lazy_re(
+    globals(), "_LEADING_ID",
     rb'\s*\{(?:\s*"[A-Za-z0-9_]*"\s*:\s*(?:"[^"\\]*"|-?[0-9][0-9.eE+-]*|true|false|null)\s*,)*?'
     rb'\s*"id"\s*:\s*(-?(?:0|[1-9][0-9]*)|"[^"\\]*")\s*[,}]'
 )

@@ -6,13 +6,12 @@ Sans-IO: pure functions over strings, dicts and header mappings.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from mcpkit.protocol import lazy_re
 from mcpkit.protocol.errors import HEADER_MISMATCH, InvalidHeaderAnnotation, MCPError, header_mismatch
 from mcpkit.protocol.versions import MODERN_VERSIONS
 
@@ -57,17 +56,17 @@ NAME_SOURCES: Mapping[str, str] = {
 # The markers are case-sensitive: "=?BASE64?...?=" is an ordinary literal.
 SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
-_SENTINEL_RE = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)
+_SENTINEL_RE = lazy_re(globals(), "_SENTINEL_RE", r"=\?base64\?(.*)\?=", re.DOTALL)
 
 # RFC 9110 §5.6.2 tchar.
-_TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKEN_RE = lazy_re(globals(), "_TOKEN_RE", r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Field-value characters a server accepts: VCHAR, SP, HTAB (RFC 9110 §5.5).
-_FIELD_VALUE_RE = re.compile(r"[\t\x20-\x7e]*")
+_FIELD_VALUE_RE = lazy_re(globals(), "_FIELD_VALUE_RE", r"[\t\x20-\x7e]*")
 # What a client may send unencoded: printable ASCII with no leading/trailing SP.
 # HTAB counts as a control character here (SEP-2243 encoding rule 4).
-_PLAIN_RE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?")
+_PLAIN_RE = lazy_re(globals(), "_PLAIN_RE", r"(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?")
 # A decoded header compared with a numeric body value.
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER_RE = lazy_re(globals(), "_NUMBER_RE", r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _OWS = " \t"
 
 # Keywords whose value is instance data, never a schema: an "x-mcp-header" key inside
@@ -102,6 +101,8 @@ def encode_value(value: str | int | bool) -> str:
         return str(value)
     if isinstance(value, str):
         if needs_encoding(value):
+            import base64  # (only for values that need the sentinel)
+
             return SENTINEL_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + SENTINEL_SUFFIX
         return value
     raise TypeError(f"cannot mirror a {type(value).__name__} into a header")
@@ -120,6 +121,9 @@ def decode_value(raw: str) -> str:
     m = _SENTINEL_RE.fullmatch(text)
     if m is None:
         return text
+    import base64  # (only for sentinel-encoded values)
+    import binascii
+
     try:
         data = base64.b64decode(m.group(1), validate=True)
     except (binascii.Error, ValueError) as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from . import lazy_re
 
 PREFIX = "io.modelcontextprotocol/"
 PROTOCOL_VERSION = PREFIX + "protocolVersion"
@@ -22,8 +22,8 @@ LOG_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 _LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _NAME = r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
-_KEY_RE = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*/)?{_NAME}")
-_PREFIXED_KEY_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/{_NAME}")
+_KEY_RE = lazy_re(globals(), "_KEY_RE", rf"(?:{_LABEL}(?:\.{_LABEL})*/)?{_NAME}")
+_PREFIXED_KEY_RE = lazy_re(globals(), "_PREFIXED_KEY_RE", rf"{_LABEL}(?:\.{_LABEL})*/{_NAME}")
 
 
 def is_valid_key(key: str) -> bool:

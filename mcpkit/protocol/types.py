@@ -9,7 +9,7 @@ absent; neither is encoded then.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 
 import msgspec
 from msgspec import UNSET, UnsetType, field
@@ -145,29 +145,8 @@ class EmbeddedResource(Struct, tag_field="type", tag="resource", kw_only=True):
     meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
 
 
-class ToolUseContent(Struct, tag_field="type", tag="tool_use", kw_only=True):
-    type: ClassVar[Literal["tool_use"]] = "tool_use"
-    id: str
-    name: str
-    input: dict[str, JSON]
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
 ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
 
-
-class ToolResultContent(Struct, tag_field="type", tag="tool_result", kw_only=True):
-    type: ClassVar[Literal["tool_result"]] = "tool_result"
-    toolUseId: str
-    content: list[ContentBlock]
-    #: A JSON object; None when absent.
-    structuredContent: dict[str, JSON] | None = None
-    #: False when absent (and left out on the wire when False).
-    isError: bool = False
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-SamplingContentBlock = Union[TextContent, ImageContent, AudioContent, ToolUseContent, ToolResultContent]
 
 
 # ---------------------------------------------------------------- primitives
@@ -223,72 +202,6 @@ class PromptMessage(Struct, kw_only=True):
 
 
 # ---------------------------------------------------------------- client input (MRTR)
-class SamplingMessage(Struct, kw_only=True):
-    role: Role
-    content: Union[SamplingContentBlock, list[SamplingContentBlock]]
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-class ModelHint(Struct, kw_only=True):
-    name: str | UnsetType = UNSET
-
-
-class ModelPreferences(Struct, kw_only=True):
-    hints: list[ModelHint] | UnsetType = UNSET
-    costPriority: float | UnsetType = UNSET
-    speedPriority: float | UnsetType = UNSET
-    intelligencePriority: float | UnsetType = UNSET
-
-
-class ToolChoice(Struct, kw_only=True):
-    mode: Literal["auto", "required", "none"] | UnsetType = UNSET
-
-
-class CreateMessageRequestParams(Struct, kw_only=True):
-    messages: list[SamplingMessage]
-    maxTokens: int
-    modelPreferences: ModelPreferences | UnsetType = UNSET
-    systemPrompt: str | UnsetType = UNSET
-    includeContext: Literal["none", "thisServer", "allServers"] | UnsetType = UNSET
-    temperature: float | UnsetType = UNSET
-    stopSequences: list[str] | UnsetType = UNSET
-    metadata: dict[str, JSON] | UnsetType = UNSET
-    tools: list[Tool] | UnsetType = UNSET
-    toolChoice: ToolChoice | UnsetType = UNSET
-
-
-class CreateMessageResult(Struct, kw_only=True):
-    role: Role
-    content: Union[SamplingContentBlock, list[SamplingContentBlock]]
-    model: str
-    stopReason: str | UnsetType = UNSET
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-class ElicitRequestParams(Struct, kw_only=True):
-    """Form (``requestedSchema``) or URL (``url``) elicitation; ``mode`` absent means form."""
-
-    message: str
-    mode: Literal["form", "url"] | UnsetType = UNSET
-    requestedSchema: dict[str, JSON] | UnsetType = UNSET
-    url: str | UnsetType = UNSET
-
-
-class ElicitResult(Struct, kw_only=True):
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, JSON] | UnsetType = UNSET
-
-
-class Root(Struct, kw_only=True):
-    uri: str
-    name: str | UnsetType = UNSET
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-class ListRootsResult(Struct, kw_only=True):
-    roots: list[Root]
-
-
 class InputRequest(Struct, kw_only=True):
     """One entry of ``inputRequests``: a request object without ``jsonrpc`` or ``id``."""
 
@@ -479,81 +392,6 @@ RESULT_TYPES: dict[str, type[Result]] = {
 }
 
 
-# ---------------------------------------------------------------- notifications
-class NotificationParams(Struct, kw_only=True):
-    meta: dict[str, JSON] | UnsetType = field(default=UNSET, name="_meta")
-
-
-class CancelledParams(NotificationParams, kw_only=True):
-    requestId: RequestId
-    reason: str | UnsetType = UNSET
-
-
-class ProgressParams(NotificationParams, kw_only=True):
-    progressToken: ProgressToken
-    progress: float
-    total: float | UnsetType = UNSET
-    message: str | UnsetType = UNSET
-
-
-class LoggingMessageParams(NotificationParams, kw_only=True):
-    level: LoggingLevel
-    data: JSON
-    logger: str | UnsetType = UNSET
-
-
-class ResourceUpdatedParams(NotificationParams, kw_only=True):
-    uri: str
-
-
-class SubscriptionsAcknowledgedParams(NotificationParams, kw_only=True):
-    notifications: SubscriptionFilter
-
-
-NOTIFICATION_PARAMS: dict[str, type[NotificationParams]] = {
-    "notifications/cancelled": CancelledParams,
-    "notifications/progress": ProgressParams,
-    "notifications/message": LoggingMessageParams,
-    "notifications/resources/updated": ResourceUpdatedParams,
-    "notifications/resources/list_changed": NotificationParams,
-    "notifications/tools/list_changed": NotificationParams,
-    "notifications/prompts/list_changed": NotificationParams,
-    "notifications/subscriptions/acknowledged": SubscriptionsAcknowledgedParams,
-}
-
-
-# ---------------------------------------------------------------- JSON-RPC envelopes
-class ErrorObject(Struct, kw_only=True):
-    code: int
-    message: str
-    data: JSON | UnsetType = UNSET
-
-
-class JSONRPCRequest(Struct, kw_only=True):
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: str
-    params: dict[str, JSON] | UnsetType = UNSET
-
-
-class JSONRPCNotification(Struct, kw_only=True):
-    jsonrpc: Literal["2.0"]
-    method: str
-    params: dict[str, JSON] | UnsetType = UNSET
-
-
-class JSONRPCResultResponse(Struct, kw_only=True):
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: dict[str, JSON]
-
-
-class JSONRPCErrorResponse(Struct, kw_only=True):
-    jsonrpc: Literal["2.0"]
-    error: ErrorObject
-    id: RequestId | UnsetType = UNSET
-
-
 def request_target(params: object) -> tuple[str | None, str | None]:
     """What a decoded request is about, as ``(name, uri)``: the tool or prompt name of
     ``tools/call`` / ``prompts/get``, the URI of ``resources/read``; (None, None) otherwise.
@@ -563,3 +401,75 @@ def request_target(params: object) -> tuple[str | None, str | None]:
     if isinstance(params, ReadResourceParams):
         return None, params.uri
     return None, None
+
+
+# ---------------------------------------------------------------- defined on first use
+#: Names of this module defined in :mod:`._types_more` (sampling, elicitation, roots,
+#: notification params, JSON-RPC envelopes): made when first read, not by a cold start.
+_MORE = frozenset({
+    'ToolUseContent',
+    'ToolResultContent',
+    'SamplingContentBlock',
+    'SamplingMessage',
+    'ModelHint',
+    'ModelPreferences',
+    'ToolChoice',
+    'CreateMessageRequestParams',
+    'CreateMessageResult',
+    'ElicitRequestParams',
+    'ElicitResult',
+    'Root',
+    'ListRootsResult',
+    'NotificationParams',
+    'CancelledParams',
+    'ProgressParams',
+    'LoggingMessageParams',
+    'ResourceUpdatedParams',
+    'SubscriptionsAcknowledgedParams',
+    'NOTIFICATION_PARAMS',
+    'ErrorObject',
+    'JSONRPCRequest',
+    'JSONRPCNotification',
+    'JSONRPCResultResponse',
+    'JSONRPCErrorResponse',
+})
+
+if TYPE_CHECKING:
+    from ._types_more import NOTIFICATION_PARAMS as NOTIFICATION_PARAMS
+    from ._types_more import CancelledParams as CancelledParams
+    from ._types_more import CreateMessageRequestParams as CreateMessageRequestParams
+    from ._types_more import CreateMessageResult as CreateMessageResult
+    from ._types_more import ElicitRequestParams as ElicitRequestParams
+    from ._types_more import ElicitResult as ElicitResult
+    from ._types_more import ErrorObject as ErrorObject
+    from ._types_more import JSONRPCErrorResponse as JSONRPCErrorResponse
+    from ._types_more import JSONRPCNotification as JSONRPCNotification
+    from ._types_more import JSONRPCRequest as JSONRPCRequest
+    from ._types_more import JSONRPCResultResponse as JSONRPCResultResponse
+    from ._types_more import ListRootsResult as ListRootsResult
+    from ._types_more import LoggingMessageParams as LoggingMessageParams
+    from ._types_more import ModelHint as ModelHint
+    from ._types_more import ModelPreferences as ModelPreferences
+    from ._types_more import NotificationParams as NotificationParams
+    from ._types_more import ProgressParams as ProgressParams
+    from ._types_more import ResourceUpdatedParams as ResourceUpdatedParams
+    from ._types_more import Root as Root
+    from ._types_more import SamplingContentBlock as SamplingContentBlock
+    from ._types_more import SamplingMessage as SamplingMessage
+    from ._types_more import SubscriptionsAcknowledgedParams as SubscriptionsAcknowledgedParams
+    from ._types_more import ToolChoice as ToolChoice
+    from ._types_more import ToolResultContent as ToolResultContent
+    from ._types_more import ToolUseContent as ToolUseContent
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MORE:
+        from . import _types_more
+
+        value = globals()[name] = getattr(_types_more, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _MORE)

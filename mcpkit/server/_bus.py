@@ -11,14 +11,15 @@ connection is down; the in-memory bus is always ready): a bus installed with
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+
+from .._lazy import LazyLogger
 
 if TYPE_CHECKING:
     import asyncio
 
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 ChangeKind = Literal["tools", "prompts", "resources", "resource_updated"]
 

@@ -8,10 +8,10 @@ anyone) who follows which resource.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import LazyLogger
 from ._bus import Change
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: ``watcher(uri, subscribed, principal, client_capabilities)`` (see Server.watch_subscriptions).
 SubscriptionWatcher = Callable[[str, bool, "str | None", "dict[str, Any] | None"], None]
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 
 class Changes:

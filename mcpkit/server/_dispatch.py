@@ -10,10 +10,10 @@ What differs between eras is left to the :class:`~._encode.Era` a request comes 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import LazyLogger
 from ..protocol import codec, errors, inbound
 from ..protocol.codec import Reply
 from ..protocol.mrtr import MRTR_METHODS
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._encode import Era
     from ._server import Server
 
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 #: Answers one method: ``handler(ctx, params)`` returns its wire result (or raises MCPError).
 Handler = Callable[[Context, Any], Awaitable[Any]]

@@ -17,7 +17,6 @@ resource missing   -32602 with ``data.uri``                     -32002
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 from msgspec import UNSET
 
+from .._lazy import LazyLogger
 from ..protocol import codec, errors
 from ..protocol import meta as M
 from ..protocol import types as t
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ._context import Context
     from ._server import Server
 
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 _encode_result = codec.encode_result
 _encode_error = codec.encode_error

@@ -4,15 +4,15 @@ completion/complete and subscriptions/listen, answered from a server's registrat
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
 
+from .._lazy import LazyLogger
 from ..errors import ToolError
-from ..protocol import errors, subscriptions
+from ..protocol import errors
 from ..protocol import meta as M
 from ..protocol import types as t
 from ._context import Context
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._primitives import CacheScope
     from ._server import Server
 
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 
 async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
@@ -244,6 +244,8 @@ class CoreMethods:
     async def listen(self, ctx: Context, params: t.ListenParams) -> t.SubscriptionsListenResult:
         import asyncio
 
+        from ..protocol import subscriptions  # (with the first listen, not at a cold start)
+
         tag = {M.SUBSCRIPTION_ID: ctx.request_id}
         ack = subscriptions.acknowledge(params.notifications, self.server.capability_names)
         sub = self.server.bus.subscribe()  # before the acknowledgement, so no change slips between
@@ -270,6 +272,8 @@ class CoreMethods:
         return t.SubscriptionsListenResult(meta=tag)
 
     async def _pump(self, ctx: Context, sub: Subscription, ack: t.SubscriptionFilter, tag: dict[str, Any]) -> None:
+        from ..protocol import subscriptions
+
         emit = ctx.emitter
         lists = subscriptions.followed_lists(ack)
         uris = ack.resourceSubscriptions if ack.resourceSubscriptions is not UNSET else ()

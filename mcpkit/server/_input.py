@@ -34,11 +34,20 @@ class InputChannel(Protocol):
         """The raw answers, keyed like ``requests`` (or unwind with :class:`InputRequired`)."""
         ...
 
-ANSWER_TYPES: dict[str, type] = {
-    "elicitation/create": t.ElicitResult,
-    "sampling/createMessage": t.CreateMessageResult,
-    "roots/list": t.ListRootsResult,
-}
+def answer_types() -> dict[str, type]:
+    """The type of the answer to each kind of question (made when first asked for: those wire
+    types are defined on first use, see :mod:`mcpkit.protocol.types`)."""
+    global _answer_types
+    if _answer_types is None:
+        _answer_types = {
+            "elicitation/create": t.ElicitResult,
+            "sampling/createMessage": t.CreateMessageResult,
+            "roots/list": t.ListRootsResult,
+        }
+    return _answer_types
+
+
+_answer_types: dict[str, type] | None = None
 
 
 class InputRequired(BaseException):
@@ -98,7 +107,7 @@ def parse_answer(key: str, request: Mapping[str, Any], raw: Any) -> Any:
     it does not fit (the wrong shape, or form content that breaks the requested schema)."""
     method = request["method"]
     try:
-        answer: Any = msgspec.convert(raw, ANSWER_TYPES[method])
+        answer: Any = msgspec.convert(raw, answer_types()[method])
     except msgspec.ValidationError as exc:
         raise errors.invalid_params(f"Invalid input response {key!r} for {method}: {exc}") from None
     if method == "elicitation/create" and answer.action == "accept":

@@ -3,7 +3,6 @@ become wire results."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -15,7 +14,6 @@ from ..protocol import errors
 from ..protocol import types as t
 from ._pydantic import to_builtins_hook
 from ._signature import Output, Signature
-from ._uritemplate import UriTemplate
 
 _json = msgspec.json.Encoder()
 _CONTENT = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
@@ -107,10 +105,18 @@ def resource_contents(uri: str, value: Any, mime_type: str | None = None) -> t.R
 
 
 # ------------------------------------------------------------------ definitions
-@dataclasses.dataclass(eq=False)
 class CacheHints:
-    ttl_ms: int | None = None
-    cache_scope: CacheScope | None = None
+    """A primitive's ``ttl_ms`` and ``cache_scope`` (None: the server's). (A plain class, not a
+    dataclass: the dataclasses module is not loaded for it.)"""
+
+    __slots__ = ("ttl_ms", "cache_scope")
+
+    def __init__(self, ttl_ms: int | None = None, cache_scope: CacheScope | None = None) -> None:
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+
+    def __repr__(self) -> str:
+        return f"CacheHints(ttl_ms={self.ttl_ms!r}, cache_scope={self.cache_scope!r})"
 
 
 class ToolDef:
@@ -199,6 +205,8 @@ class TemplateDef:
     def __init__(self, fn: Callable[..., Any], uri_template: str, *, name: str | None, title: str | None,
                  description: str | None, mime_type: str | None, annotations: Any, icons: list[Any] | None,
                  meta: dict[str, Any] | None, cache: CacheHints, blocking: bool) -> None:
+        from ._uritemplate import UriTemplate
+
         self.template = UriTemplate(uri_template)
         self.sig = Signature(fn, "resource")
         missing = [p for p in self.sig.param_names if p not in self.template.variables]

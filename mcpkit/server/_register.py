@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol import types as t
 from ._primitives import CacheHints, CacheScope, PromptDef, ResourceDef, TemplateDef, ToolDef
-from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ..extensions import Extension
@@ -167,6 +166,8 @@ class Registrations:
         cache = CacheHints(ttl_ms, cache_scope)
 
         def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+            from ._uritemplate import UriTemplate  # (a server of tools alone never loads it)
+
             if UriTemplate.is_template(uri):
                 tdef = TemplateDef(fn, uri, name=name, title=title, description=description, mime_type=mime_type,
                                    annotations=annotations, icons=icons, meta=meta, cache=cache, blocking=blocking)

@@ -5,13 +5,14 @@ the era-specific edges in :mod:`._encode`."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Coroutine, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from msgspec import UNSET
 
-from ..protocol import codec, errors, inbound, subscriptions, versions
+from ..protocol import codec, errors, inbound, versions
 from ..protocol import meta as M
 from ..protocol import types as t
 from ..protocol.codec import Reply
@@ -24,7 +25,6 @@ from ._dispatch import dispatch as dispatch_request
 from ._dispatch import serve as serve_request
 from ._encode import Era, ModernEra
 from ._handlers import CoreMethods
-from ._once import MemoryUsedStates, UsedStates
 from ._operate import Lifespan, Operations
 from ._primitives import CacheScope, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._register import CompletionHandler, Registrations, _scopes
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..proxy import Mount, Mounts
     from ..transports import Dispatcher, SendRaw, Serving, SessionStore
     from ._legacy import LegacySession, SessionObservers
+    from ._once import UsedStates
 
 __all__ = ["CacheScope", "CompletionHandler", "Reply", "Server"]
 
@@ -138,7 +139,7 @@ class Server(Registrations, Operations, Changes):
         #: Accept each ``requestState`` once (replays refused); spent states are recorded in
         #: :attr:`used_states` (this process; Redis once ``RedisBackend.install`` ran).
         self.state_single_use = state_single_use
-        self.used_states: UsedStates = MemoryUsedStates()
+        self._used_states: UsedStates | None = None  # made when first used (see used_states)
         #: Fan-out of change notifications to subscriptions/listen streams and legacy sessions.
         self.bus: Bus = InMemoryBus()
         self._subscription_watchers: list[SubscriptionWatcher] = []
@@ -211,6 +212,20 @@ class Server(Registrations, Operations, Changes):
         """
         self._extra_methods[method] = (params_type, capability)
         self._methods.set(method, handler)
+
+    @property
+    def used_states(self) -> UsedStates:
+        """Where spent ``requestState`` ids are recorded (``state_single_use``): this process's
+        :class:`~._once.MemoryUsedStates` unless another store is set (``RedisBackend.install``)."""
+        if self._used_states is None:
+            from ._once import MemoryUsedStates  # (a server that never spends a state never loads it)
+
+            self._used_states = MemoryUsedStates()
+        return self._used_states
+
+    @used_states.setter
+    def used_states(self, store: UsedStates) -> None:
+        self._used_states = store
 
     @property
     def extension_methods(self) -> Mapping[str, tuple[type, str | None]]:
@@ -364,6 +379,8 @@ class Server(Registrations, Operations, Changes):
 
     def acknowledged_filter(self, wanted: t.SubscriptionFilter) -> t.SubscriptionFilter:
         """The part of ``wanted`` this server honours (what it has, and can notify about)."""
+        from ..protocol import subscriptions  # (loaded with the first listen, not by a cold start)
+
         return subscriptions.acknowledge(wanted, self._capability_names)
 
     # ---------------------------------------------------------------- what the server offers
@@ -571,6 +588,8 @@ class Server(Registrations, Operations, Changes):
 def _auto_telemetry(server: Server, transport: str) -> None:
     """OpenTelemetry spans and metrics when the process has OpenTelemetry set up (see
     :mod:`mcpkit.observability`; it imports nothing from OpenTelemetry otherwise)."""
+    if "opentelemetry.trace" not in sys.modules and "opentelemetry.metrics" not in sys.modules:
+        return  # not loaded, so not configured (observability.configured): not even that module is needed
     from ..observability import auto_instrument
 
     auto_instrument(server, transport)

@@ -7,7 +7,6 @@ the validation can never disagree.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import re
 import typing
@@ -49,6 +48,8 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     if not doc:
         return None, {}
     doc = inspect.cleandoc(doc)
+    if ":" not in doc:  # no section and no field list (nothing below can match): no regex to compile
+        return (doc.strip() or None), {}
     params: dict[str, str] = {}
     m = re.search(r"^(Args|Arguments|Parameters):\s*$", doc, re.M)
     body = doc
@@ -265,4 +266,6 @@ def _is_content_type(tp: Any) -> bool:
 
 
 def is_dataclass_instance(v: Any) -> bool:
-    return dataclasses.is_dataclass(v) and not isinstance(v, type)
+    # dataclasses.is_dataclass's own test, without importing dataclasses (an instance of one
+    # means the user's code loaded it).
+    return hasattr(type(v), "__dataclass_fields__") and not isinstance(v, type)

@@ -8,20 +8,20 @@ accepts the others' state; the first key seals, all keys open (rotation).
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 import time
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
+from .._lazy import LazyLogger
 from ..errors import StateError as StateError
+from ..protocol import lazy_re
 
 # hashlib and base64 are imported where used: a server that never asks for input never pays for them.
 
-log = logging.getLogger("mcpkit.server")
+log = LazyLogger("mcpkit.server")  # logging loads with the first record
 
 #: v2: keys are random (no passphrases), AES key and key id derived by HKDF (see ._keys);
 #: the version byte and key id are authenticated with the payload.
@@ -31,7 +31,7 @@ _HEAD = 1 + 8  # version, key id
 #: The one message every verification failure gets; the reason goes to the server log only.
 INVALID_STATE_MESSAGE = "Invalid or expired requestState"
 #: What seal() writes: the base64url alphabet (RFC 4648 §5), no padding.
-_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+_B64URL = lazy_re(globals(), "_B64URL", r"[A-Za-z0-9_-]*")
 
 
 class _Payload(msgspec.Struct, array_like=True, omit_defaults=True):

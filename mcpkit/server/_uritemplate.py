@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-_EXPR = re.compile(r"\{([+#]?)([A-Za-z0-9_.,%]+)\}")
+from ..protocol import lazy_re
+
+_EXPR = lazy_re(globals(), "_EXPR", r"\{([+#]?)([A-Za-z0-9_.,%]+)\}")
 
 
 class UriTemplate:

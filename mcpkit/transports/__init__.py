@@ -11,7 +11,8 @@ of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_exports as _lazy_exports
 
@@ -27,7 +28,6 @@ _EXPORTS = {
     # loading a server file: server.run() at import hands the server over
     "RunAtImport": "mcpkit.transports._loading",
     "loading": "mcpkit.transports._loading",
-    "hand_over": "mcpkit.transports._loading",
     # stdio without asyncio until the first request needs it
     "run_stdio_server": "mcpkit.transports._stdio_main",
     "claim_stdout": "mcpkit.transports._stdio_main",
@@ -48,10 +48,20 @@ if TYPE_CHECKING:
     from ._interface import Dispatcher as Dispatcher
     from ._interface import SendRaw as SendRaw
     from ._loading import RunAtImport as RunAtImport
-    from ._loading import hand_over as hand_over
     from ._loading import loading as loading
     from ._resource import is_wildcard as is_wildcard
     from ._stdio_main import claim_stdout as claim_stdout
     from ._stdio_main import run_stdio_server as run_stdio_server
+
+
+
+def hand_over(server: Any) -> None:
+    """While a server file is being loaded (:func:`loading`), raise :class:`RunAtImport` for
+    ``server``; elsewhere do nothing (see :mod:`._loading`). A process that never loaded that
+    module is loading no server file, so a server run directly does not import it."""
+    module = sys.modules.get(__name__ + "._loading")
+    if module is not None:
+        module.hand_over(server)
+
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

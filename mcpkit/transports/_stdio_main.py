@@ -9,12 +9,12 @@ so the era) and the unread input carried over.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import before_first_log
 from ..protocol import codec, routing
 from ._envelope import BARE
 
@@ -154,26 +154,30 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     hands ``server`` to the loader. A server with a ``lifespan`` is served inside it (started
     before the first line is read; a failure there is :class:`~mcpkit.errors.LifespanError`).
     """
-    from ._loading import hand_over
+    from . import hand_over
 
     hand_over(server)
     if runner is None:
         from ._loops import check_loop
 
         check_loop(loop)  # before anything is read
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if "logging" in sys.modules:  # the process logs already: its records are formatted from the start
+        _log_to_stderr()
+    else:  # set up with mcpkit's first record or before the event loop (which loads logging), not before
+        before_first_log[:] = [_log_to_stderr]
     in_fd = sys.stdin.fileno() if in_fd is None else in_fd
     claimed = out_fd is None
     mcp_fd = claim_stdout() if out_fd is None else out_fd
     try:
         if server.serving.lifespan:  # no synchronous opening: nothing is answered before it started
+            _logging_ready()
             from .stdio import serve_stdio_running
 
             _run(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
         else:
             opening = answer_opening(server, in_fd, Out(mcp_fd).write)
             if opening.lines or opening.rest or not opening.eof:
+                _logging_ready()
                 from .stdio import serve_stdio
 
                 _run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, opening=opening, **kwargs), runner, loop)
@@ -181,6 +185,7 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
         pass
     if fast_exit:
         _exit_now()
+    _logging_ready()  # what runs after server.run() finds the root logger set up, as it always did
     if claimed:
         os.close(mcp_fd)
 
@@ -193,6 +198,19 @@ def _run(coro: Coroutine[Any, Any, None], runner: Callable[[Coroutine[Any, Any, 
         from . import _loops
 
         _loops.run(coro, loop)
+
+
+def _log_to_stderr() -> None:
+    import logging
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _logging_ready() -> None:
+    """Run the root logger's set-up if it is still pending (logging loads here)."""
+    if before_first_log:
+        before_first_log.pop()()
 
 
 def _exit_now() -> None:
