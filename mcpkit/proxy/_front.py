@@ -376,6 +376,13 @@ class Forwarder:
         method = ctx.method
         bridge = self.backend.bridge
         assert bridge is not None
+        if call is None and self.backend.era != "legacy" and ctx.progress_token is None and ctx.log_level is None \
+                and bridge.on_loop():  # nothing but the answer can come: awaited in place
+            try:
+                raw = await (session or self.backend).call(method, send or {})
+            except MCPError as exc:
+                raise self._error(method, params, exc) from None
+            return self._typed(method, _ASKING[method], raw) if final else raw
         if call is None:
             call = BackendCall(method, ctx.principal)
             call.task_id = task_id
