@@ -8,7 +8,8 @@
   one clear error);
 - a 2025-11-25 backend's task (npm server-everything over stdio, one process per worker) lives
   in the worker that created it: its ``tasks/get``, ``tasks/update`` and ``tasks/result`` that
-  reach the other worker are relayed to it through Redis, for both eras of front client;
+  (and ``tasks/cancel``) reach the other worker are relayed to it through Redis, for both eras
+  of front client;
 - bad combinations are refused before anything starts.
 """
 
@@ -190,12 +191,21 @@ def test_legacy_backend_task_requests_on_another_worker_are_relayed_through_redi
     argv = lambda port: proxy_argv("--http", "--port", str(port), "--workers", "2", "--redis", redis.url,
                                    "--", *everything_argv())
     with running_server(argv, timeout=90) as url:
-        async def go() -> list[tuple[list[Any], str]]:
-            return [await research_task(url, mode, f"tides{i}") for i in range(3)]
+        async def go() -> tuple[list[tuple[list[Any], str]], list[Any]]:
+            outcomes = [await research_task(url, mode, f"tides{i}") for i in range(3)]
+            cancelled = []
+            for i in range(3):  # tasks/cancel, then tasks/get, each from a fresh connection
+                async with Client(url, mode=mode, era_cache=EraCache(), elicitation=lambda p: HISTORICAL) as first:
+                    handle = await first.call_tool("simulate-research-query", {"topic": f"moon{i}"}, task=True)
+                cancelled.append(await fresh(url, mode, "tasks/cancel", {"taskId": handle.task_id}))
+                cancelled.append(await fresh(url, mode, "tasks/get", {"taskId": handle.task_id}))
+            return outcomes, cancelled
 
-        outcomes = run(go(), 240)
+        outcomes, cancelled = run(go(), 240)
     assert all(not wrong for wrong, _ in outcomes), outcomes
     assert all("# Research Report: tides" in text and "(historical)" in text for _, text in outcomes), outcomes
+    assert not [c for c in cancelled if isinstance(c, MCPError)], cancelled
+    assert all(got.get("status") == "cancelled" for got in cancelled[1::2]), cancelled
 
 
 @pytest.mark.parametrize(("args", "says"), [
