@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The proxy's cost: per-call latency and calls/s of ``tools/call echo`` through ``mcpkit
-proxy --http`` against a direct call, beside FastMCP's proxy in front of the same backend.
+"""The proxy's cost: per-call latency, calls/s and CPU per call of ``tools/call echo`` through
+``mcpkit proxy --http`` against a direct call, beside FastMCP's proxy in front of the same backend.
 
-    python bench/proxy.py [--rounds 5] [--calls 200] [--seconds 2] [--concurrency 8] [--no-install]
+    python bench/proxy.py [--rounds 5] [--seconds 2] [--latency-seconds 1] [--connections 8]
+                          [--era both|2026-07-28|2025-11-25] [--no-install] [--save] [--json FILE]
 
 Two cells, one interleaved run (every round measures every side of both cells, and the
 order of the sides alternates round by round, so drift hits all of them alike):
@@ -13,20 +14,37 @@ order of the sides alternates round by round, so drift hits all of them alike):
   echo_mcpkit.py HTTP server (the front's transport, no proxy), ``backend`` the stdio server
   itself (the backend round trip), ``mcpkit`` and ``fastmcp`` an HTTP proxy spawning it.
 
-The client is mcpkit's (auto era: 2026-07-28 where the front speaks it), in this process.
-Latency: the median of ``--calls`` sequential calls per round; throughput: calls completed by
-``--concurrency`` concurrent callers in ``--seconds``. Reported: medians over rounds, and the
-median of the per-round ratios. FastMCP (``fastmcp==4.2.3``) is installed into
-bench/.venv-fastmcp on first use. Target: the proxy adds at most one backend round trip plus
-20% of a direct call, and serves at least 3x FastMCP's proxy throughput.
+The load comes from ``wrk`` (bench/wrk/mcp.lua: every response is checked), never from a
+Python client, so the client is not what is measured. Each side is measured in both eras
+(``--era`` picks one), every side of a cell in the same era: 2026-07-28, stateless requests
+with ``_meta`` in params, which every front here speaks (FastMCP 4.2.3's too, through the
+official SDK 2.3.0); 2025-11-25, ``initialize`` + ``notifications/initialized`` sent from
+Python first, then wrk sends ``tools/call`` in that session (``Mcp-Session-Id``,
+``MCP-Protocol-Version``).
+
+- latency: the median (p50) of one wrk connection's sequential calls for
+  ``--latency-seconds``; the ``backend`` side's round trip is one line written to the stdio
+  server's stdin and its answer read back, ``--calls`` times (no client library);
+- throughput: calls/s of ``--connections`` wrk connections for ``--seconds``;
+- CPU per call: the front process's utime+stime (/proc/PID/stat) over the throughput run,
+  per call (the proxy's own, without its backend); and the backend's (the HTTP backend
+  process, or the stdio backend the proxy spawned).
+
+Reported: medians over rounds, and the median of the per-round ratios. FastMCP
+(``fastmcp==4.2.3``) is installed into bench/.venv-fastmcp on first use. ``--save`` writes the
+table to bench/results/proxy-<date>.md (and the numbers to .json beside it). Target: the proxy
+adds at most one backend round trip plus 20% of a direct call, and serves at least 3x
+FastMCP's proxy throughput.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import datetime
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,7 +61,13 @@ FASTMCP_PROXY = BENCH / "servers" / "fastmcp_proxy.py"
 FASTMCP_VENV = BENCH / ".venv-fastmcp"
 FASTMCP_SPEC = "fastmcp==4.2.3"
 FASTMCP_VERSION = "4.2.3"
+WRK_LUA = BENCH / "wrk" / "mcp.lua"
 PY = sys.executable
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
+ECHO_TEXT = "bench-echo-payload"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def ensure_fastmcp(no_install: bool) -> str:
@@ -83,102 +107,192 @@ def env() -> dict[str, str]:
     return out
 
 
-def start(argv: list[str], port: int, procs: list[subprocess.Popen[bytes]]) -> str:
-    proc = subprocess.Popen(argv, env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
-    procs.append(proc)
-    url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}")
+class Front:
+    """An HTTP server wrk calls: its URL and process (whose CPU time is read)."""
+
+    def __init__(self, argv: list[str], procs: list[subprocess.Popen[bytes]]) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen([*argv[:1], *(str(self.port) if a == "{port}" else a for a in argv[1:])],
+                                     env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+        procs.append(self.proc)
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.argv = argv
+        self.sessions: dict[str, str] = {}
+
+    def wait_ready(self, timeout: float = 60) -> Front:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{' '.join(self.argv)} exited with {self.proc.returncode}")
+            try:
+                urllib.request.urlopen(self.url, timeout=2)
+            except urllib.error.HTTPError:
+                return self
+            except OSError:
+                time.sleep(0.2)
+                continue
+            return self
+        raise SystemExit(f"{' '.join(self.argv)} did not answer within {timeout:.0f} s")
+
+    def post(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
         try:
-            urllib.request.urlopen(url, timeout=2)
-        except urllib.error.HTTPError:
-            return url
-        except OSError:
-            time.sleep(0.2)
-            continue
-        return url
-    raise SystemExit(f"{' '.join(argv)} did not answer within 60 s")
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, {}, exc.read()
+
+    def wrk_args(self, era: str) -> list[str]:
+        """The mcp.lua arguments for ``era`` (a 2025-11-25 session initialized first, once)."""
+        if era == MODERN:
+            return ["echo"]
+        if era not in self.sessions:
+            status, headers, body = self.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}, {})
+            sid = headers.get("mcp-session-id")
+            if status != 200 or not sid or b'"result"' not in body:
+                raise SystemExit(f"initialize at {' '.join(self.argv)}: {status} {body[:300]!r}")
+            status, _, body = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                        {"Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY})
+            if status not in (200, 202):
+                raise SystemExit(f"notifications/initialized at {' '.join(self.argv)}: {status} {body[:300]!r}")
+            self.sessions[era] = sid
+        return ["echo-session", self.sessions[era]]
 
 
-async def latency(target: Any, calls: int) -> float:
-    from mcpkit import Client
+def cpu_ticks(pid: int) -> int | None:
+    """utime + stime of ``pid`` (all its threads), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
 
-    async with Client(target, cache=False) as c:
-        for _ in range(20):  # warm up (connections, imports, the proxy's backend)
-            await c.call_tool("echo", {"text": "warm"})
+
+def children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(c) for c in f.read().split())
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def wrk(front: Front, era: str, conns: int, seconds: int) -> dict[str, Any]:
+    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{seconds:g}s", "--timeout", "5s", "-s", str(WRK_LUA), front.url,
+           "--", *front.wrk_args(era)]
+    cp = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    m = re.search(r"^BENCHJSON (\{.*\})$", cp.stdout, re.M)
+    if cp.returncode != 0 or not m:
+        raise SystemExit(f"wrk failed ({cp.returncode}) at {' '.join(front.argv)}: {cp.stdout[-400:]} "
+                         f"{cp.stderr[-400:]}")
+    out: dict[str, Any] = json.loads(m.group(1))
+    kinds = ("bad_body_or_status", "connect_errors", "read_errors", "write_errors", "timeouts")
+    out["errors"] = sum(out[k] for k in kinds)
+    if out["errors"]:
+        print(f"wrk at {' '.join(front.argv)} ({era}): {out['errors']} errors of {out['requests']} requests "
+              f"({', '.join(f'{k} {out[k]}' for k in kinds if out[k])})", file=sys.stderr, flush=True)
+    if out["errors"] >= out["requests"]:
+        raise SystemExit(f"wrk at {' '.join(front.argv)} ({era}): every request failed")
+    return out
+
+
+def measure(front: Front, backend_pid: int | None, era: str, args: argparse.Namespace) -> dict[str, float]:
+    """One side in one round: latency (one connection), then throughput and CPU per call."""
+    lat = wrk(front, era, 1, args.latency_seconds)
+    backend = backend_pid if backend_pid is not None else next(iter(children(front.proc.pid)), None)
+    cpu0, bcpu0 = cpu_ticks(front.proc.pid), cpu_ticks(backend) if backend else None
+    thr = wrk(front, era, args.connections, args.seconds)
+    cpu1, bcpu1 = cpu_ticks(front.proc.pid), cpu_ticks(backend) if backend else None
+    calls = thr["requests"]
+    out = {"latency_ms": lat["p50_us"] / 1e3, "calls_per_s": (calls - thr["errors"]) / (thr["duration_us"] / 1e6),
+           "errors": lat["errors"] + thr["errors"]}
+    if cpu0 is not None and cpu1 is not None and calls:
+        out["cpu_us"] = (cpu1 - cpu0) / CLK_TCK * 1e6 / calls
+    if bcpu0 is not None and bcpu1 is not None and calls:
+        out["backend_cpu_us"] = (bcpu1 - bcpu0) / CLK_TCK * 1e6 / calls
+    return out
+
+
+def stdio_round_trip(calls: int) -> float:
+    """The stdio backend's round trip: a 2026-07-28 ``tools/call`` line written, its answer read
+    (the median of ``calls``, after a warm-up), in ms."""
+    proc = subprocess.Popen([PY, str(ECHO), "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env(), cwd=REPO, bufsize=0)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
         times = []
-        for _ in range(calls):
+        for i in range(calls + 20):
+            line = json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"text": ECHO_TEXT}, "_meta": META}}, separators=(",", ":"))
             t0 = time.perf_counter()
-            await c.call_tool("echo", {"text": "bench-echo-payload"})
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000.0
-
-
-async def throughput(target: Any, seconds: float, concurrency: int) -> float:
-    from mcpkit import Client
-
-    async with Client(target, cache=False) as c:
-        for _ in range(10):
-            await c.call_tool("echo", {"text": "warm"})
-        done = 0
-        stop = time.perf_counter() + seconds
-
-        async def caller() -> None:
-            nonlocal done
-            while time.perf_counter() < stop:
-                await c.call_tool("echo", {"text": "bench-echo-payload"})
-                done += 1
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(caller() for _ in range(concurrency)))
-        return done / (time.perf_counter() - t0)
+            proc.stdin.write(line.encode() + b"\n")
+            answer = proc.stdout.readline()
+            if i >= 20:
+                times.append(time.perf_counter() - t0)
+            if ECHO_TEXT.encode() not in answer:
+                raise SystemExit(f"the stdio backend answered {answer[:300]!r}")
+        return statistics.median(times) * 1000.0
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--seconds", type=int, default=2, help="each throughput run (wrk)")
+    ap.add_argument("--latency-seconds", type=int, default=1, help="each latency run (wrk, one connection)")
+    ap.add_argument("--calls", type=int, default=200, help="sequential calls of the stdio backend round trip")
+    ap.add_argument("--connections", "--concurrency", type=int, default=8)
+    ap.add_argument("--era", choices=(MODERN, LEGACY, "both"), default="both")
     ap.add_argument("--no-install", action="store_true")
+    ap.add_argument("--save", action="store_true", help="write bench/results/proxy-<date>.md and .json")
     ap.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (the Debian package `wrk`)")
     fastmcp_py = ensure_fastmcp(args.no_install)
+    eras = [MODERN, LEGACY] if args.era == "both" else [args.era]
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        back = free_port()
-        back_url = start([PY, str(ECHO), "http", str(back)], back, procs)
+        back = Front([PY, str(ECHO), "http", "{port}"], procs).wait_ready()
         stdio_backend = [PY, str(ECHO), "stdio"]
-        ports = {k: free_port() for k in ("m-http", "m-stdio", "f-http", "f-stdio")}
-        proxy = [PY, "-m", "mcpkit", "proxy", "--http", "--port"]
-        targets: dict[str, dict[str, Any]] = {
-            "http->http": {
-                "direct": back_url,
-                "mcpkit": start([*proxy, str(ports["m-http"]), back_url], ports["m-http"], procs),
-                "fastmcp": start([fastmcp_py, str(FASTMCP_PROXY), str(ports["f-http"]), back_url], ports["f-http"],
-                                 procs),
-            },
-            "stdio->http": {
-                "direct": back_url,          # the front's transport, no proxy
-                "backend": stdio_backend,    # the backend round trip
-                "mcpkit": start([*proxy, str(ports["m-stdio"]), "--", *stdio_backend], ports["m-stdio"], procs),
-                "fastmcp": start([fastmcp_py, str(FASTMCP_PROXY), str(ports["f-stdio"]), "--", *stdio_backend],
-                                 ports["f-stdio"], procs),
-            },
+        proxy = [PY, "-m", "mcpkit", "proxy", "--http", "--port", "{port}"]
+        fastmcp = [fastmcp_py, str(FASTMCP_PROXY), "{port}"]
+        cells: dict[str, dict[str, Front | None]] = {
+            "http->http": {"direct": back, "mcpkit": Front([*proxy, back.url], procs),
+                           "fastmcp": Front([*fastmcp, back.url], procs)},
+            "stdio->http": {"direct": back, "backend": None,  # the front's transport, no proxy; the round trip
+                            "mcpkit": Front([*proxy, "--", *stdio_backend], procs),
+                            "fastmcp": Front([*fastmcp, "--", *stdio_backend], procs)},
         }
-        lat: dict[tuple[str, str], list[float]] = {}
-        thr: dict[tuple[str, str], list[float]] = {}
+        for sides in cells.values():
+            for front in sides.values():
+                if front is not None:
+                    front.wait_ready()
+                    for era in eras:
+                        wrk(front, era, args.connections, 1)  # warm up (connections, the proxy's backend)
+        samples: dict[tuple[str, str, str], list[dict[str, float]]] = {}
         for r in range(args.rounds):
-            for cell, sides in targets.items():
+            for cell, sides in cells.items():
                 order = list(sides) if r % 2 == 0 else list(sides)[::-1]
                 for side in order:
-                    lat.setdefault((cell, side), []).append(asyncio.run(latency(sides[side], args.calls)))
-                    if side != "backend":
-                        thr.setdefault((cell, side), []).append(
-                            asyncio.run(throughput(sides[side], args.seconds, args.concurrency)))
+                    front = sides[side]
+                    for era in eras:
+                        if front is None:
+                            if era == MODERN or len(eras) == 1:
+                                samples.setdefault((cell, side, MODERN), []).append(
+                                    {"latency_ms": stdio_round_trip(args.calls)})
+                            continue
+                        backend_pid = back.proc.pid if cell == "http->http" and side != "direct" else None
+                        got = measure(front, backend_pid, era, args)
+                        samples.setdefault((cell, side, era), []).append(got)
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     finally:
         for proc in procs:
@@ -188,37 +302,68 @@ def main() -> int:
                 pass
         for proc in procs:
             proc.wait(10)
-    report(lat, thr, args)
+    text = report(samples, args, eras)
+    print(text)
+    numbers = {f"{c}/{s}/{e}": v for (c, s, e), v in samples.items()}
     if args.json:
-        Path(args.json).write_text(json.dumps({"latency_ms": {f"{c}/{s}": v for (c, s), v in lat.items()},
-                                               "calls_per_s": {f"{c}/{s}": v for (c, s), v in thr.items()}},
-                                              indent=1))
+        Path(args.json).write_text(json.dumps(numbers, indent=1))
+    if args.save:
+        stem = BENCH / "results" / f"proxy-{datetime.date.today().isoformat()}"
+        argv: list[str] = []  # the command line, without --json's file (a path of this machine)
+        for a, before in zip(sys.argv[1:], sys.argv, strict=False):
+            if a != "--json" and before != "--json" and not a.startswith("--json="):
+                argv.append(a)
+        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        stem.with_suffix(".md").write_text(
+            f"# bench/proxy.py\n\n`python bench/proxy.py {' '.join(argv)}` ({os.cpu_count()} CPUs shared with other "
+            f"jobs; load average at the end {load}; bench, proxies and backends on the same cores)\n\n{text}\n")
+        stem.with_suffix(".json").write_text(json.dumps(numbers, indent=1) + "\n")
+        print(f"wrote {stem.relative_to(REPO)}.md and .json", file=sys.stderr)
     return 0
 
 
-def report(lat: dict[tuple[str, str], list[float]], thr: dict[tuple[str, str], list[float]],
-           args: argparse.Namespace) -> None:
+def report(samples: dict[tuple[str, str, str], list[dict[str, float]]], args: argparse.Namespace,
+           eras: list[str]) -> str:
     med = statistics.median
-    print(f"\n{args.rounds} interleaved rounds; latency: median of {args.calls} sequential calls; "
-          f"throughput: {args.concurrency} concurrent callers for {args.seconds:g} s\n")
-    print("| cell | side | latency ms | calls/s |")
-    print("|---|---|---:|---:|")
-    for (cell, side), values in lat.items():
-        t = thr.get((cell, side))
-        print(f"| {cell} | {side} | {med(values):.2f} | {med(t):.0f} |" if t else
-              f"| {cell} | {side} | {med(values):.2f} | - |")
-    print()
-    for cell in ("http->http", "stdio->http"):
-        direct = lat[(cell, "direct")]
-        backend = lat[(cell, "backend")] if (cell, "backend") in lat else direct
-        added = [m - d for m, d in zip(lat[(cell, "mcpkit")], direct, strict=True)]
-        budget = [b + 0.2 * d for b, d in zip(backend, direct, strict=True)]
-        ratio = [m / f for m, f in zip(thr[(cell, "mcpkit")], thr[(cell, "fastmcp")], strict=True)]
-        f_added = [f - d for f, d in zip(lat[(cell, "fastmcp")], direct, strict=True)]
-        print(f"{cell}: mcpkit proxy adds {med(added):.2f} ms per call (budget: one backend round trip + 20% of a "
-              f"direct call = {med(budget):.2f} ms; {'met' if med(added) <= med(budget) else 'NOT met'}); "
-              f"FastMCP's adds {med(f_added):.2f} ms; throughput {med(ratio):.2f}x FastMCP's proxy "
-              f"({'met' if med(ratio) >= 3 else 'NOT met'}: target 3x)")
+
+    def col(key: tuple[str, str, str], field: str) -> list[float]:
+        return [s[field] for s in samples.get(key, []) if field in s]
+
+    def fmt(values: list[float], spec: str) -> str:
+        return format(med(values), spec) if values else "-"
+
+    lines = [f"{args.rounds} interleaved rounds; load from wrk (bench/wrk/mcp.lua); latency: p50 of one connection's "
+             f"sequential calls for {args.latency_seconds:g} s (the stdio backend: median of {args.calls} "
+             f"line round trips); throughput: {args.connections} connections for {args.seconds:g} s; CPU: "
+             "utime+stime per call of the process wrk calls (front) and of its backend, over the throughput run",
+             " (calls/s counts only the calls answered right; errors: wrk's failed or wrong answers, all rounds)",
+             "", "| cell | side | era | latency ms | calls/s | front CPU µs/call | backend CPU µs/call | errors |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for (cell, side, era) in samples:
+        key = (cell, side, era)
+        lines.append(f"| {cell} | {side} | {era} | {fmt(col(key, 'latency_ms'), '.2f')} | "
+                     f"{fmt(col(key, 'calls_per_s'), '.0f')} | {fmt(col(key, 'cpu_us'), '.0f')} | "
+                     f"{fmt(col(key, 'backend_cpu_us'), '.0f')} | "
+                     f"{int(sum(col(key, 'errors'))) if col(key, 'errors') else '-'} |")
+    lines.append("")
+    for era in eras:
+        for cell in ("http->http", "stdio->http"):
+            direct = col((cell, "direct", era), "latency_ms")
+            backend = col((cell, "backend", MODERN), "latency_ms") if cell == "stdio->http" else direct
+            added = [m - d for m, d in zip(col((cell, "mcpkit", era), "latency_ms"), direct, strict=True)]
+            f_added = [f - d for f, d in zip(col((cell, "fastmcp", era), "latency_ms"), direct, strict=True)]
+            budget = [b + 0.2 * d for b, d in zip(backend, direct, strict=True)]
+            ratio = [m / f for m, f in zip(col((cell, "mcpkit", era), "calls_per_s"),
+                                           col((cell, "fastmcp", era), "calls_per_s"), strict=True)]
+            cpu = [f / m for m, f in zip(col((cell, "mcpkit", era), "cpu_us"), col((cell, "fastmcp", era), "cpu_us"),
+                                         strict=True)]
+            lines.append(
+                f"- {cell} ({era}): the mcpkit proxy adds {med(added):.2f} ms per call (budget: one backend round "
+                f"trip + 20% of a direct call = {med(budget):.2f} ms; {'met' if med(added) <= med(budget) else 'NOT met'}"
+                f"); FastMCP's adds {med(f_added):.2f} ms; throughput {med(ratio):.2f}x FastMCP's proxy "
+                f"({'met' if med(ratio) >= 3 else 'NOT met'}: target 3x); FastMCP's proxy spends "
+                f"{med(cpu):.2f}x mcpkit's CPU per call")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

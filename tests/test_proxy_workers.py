@@ -6,6 +6,10 @@
 - a 2025-11-25 backend (HTTP): its question waits in the worker that asked it; a retry that
   reaches the other worker is relayed to it through Redis (without Redis it fails closed with
   one clear error);
+- a 2025-11-25 backend's task (npm server-everything over stdio, one process per worker) lives
+  in the worker that created it: its ``tasks/get``, ``tasks/update`` and ``tasks/result`` that
+  (and ``tasks/cancel``) reach the other worker are relayed to it through Redis, for both eras
+  of front client;
 - bad combinations are refused before anything starts.
 """
 
@@ -17,8 +21,10 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Client, MCPError
+from mcpkit import Client, EraCache, MCPError
+from mcpkit.client._tasks import declaring
 from tests.helpers.aio import run
+from tests.helpers.cli import everything_argv
 from tests.helpers.paths import SERVERS, subprocess_env
 from tests.helpers.redis import RedisServer
 from tests.helpers.servers import running_server
@@ -117,6 +123,89 @@ def test_legacy_backend_retry_on_another_worker_fails_closed_without_redis() -> 
     finally:
         for front in fronts:
             front.close()
+
+
+HISTORICAL = {"action": "accept", "content": {"interpretation": "historical"}}
+
+
+async def fresh(url: str, mode: str, method: str, params: dict[str, Any]) -> Any:
+    """One request from a fresh connection (so from one worker or the other); its MCPError
+    is returned. Every client declares the same capabilities (so the same backend session)."""
+    async def elicit(params: Any) -> dict[str, Any]:
+        return HISTORICAL
+
+    async with Client(url, mode=mode, era_cache=EraCache(), elicitation=elicit) as client:
+        try:
+            return await client.request(method, declaring(client, params) if mode == "modern" else params,
+                                        timeout=60)
+        except MCPError as exc:
+            return exc
+
+
+async def research_task(url: str, mode: str, topic: str) -> tuple[list[Any], str]:
+    """An ambiguous research task created from one connection, then driven to its end with
+    requests each from a fresh connection: what went wrong, and the report's text."""
+    import asyncio
+
+    async with Client(url, mode=mode, era_cache=EraCache(), elicitation=lambda p: HISTORICAL) as first:
+        handle = await first.call_tool("simulate-research-query", {"topic": topic, "ambiguous": True}, task=True)
+    tid = handle.task_id
+    assert isinstance(tid, str)
+    wrong: list[Any] = []
+    if mode == "legacy":  # tasks/get from everywhere, then tasks/result (the question comes there)
+        for _ in range(3):
+            got = await fresh(url, mode, "tasks/get", {"taskId": tid})
+            if isinstance(got, MCPError) or got.get("taskId") != tid:
+                wrong.append(got)
+        done = await fresh(url, mode, "tasks/result", {"taskId": tid})
+        if isinstance(done, MCPError):
+            return [*wrong, done], ""
+        return wrong, "".join(c.get("text", "") for c in done.get("content", []))
+    answered = False
+    for _ in range(200):
+        got = await fresh(url, mode, "tasks/get", {"taskId": tid})
+        if isinstance(got, MCPError):
+            wrong.append(got)
+            if len(wrong) > 3:
+                break
+        elif got.get("status") == "completed":
+            return wrong, "".join(c.get("text", "") for c in got["result"]["content"])
+        elif got.get("status") == "input_required" and got.get("inputRequests") and not answered:
+            key = next(iter(got["inputRequests"]))
+            updated = await fresh(url, mode, "tasks/update", {"taskId": tid, "inputResponses": {key: HISTORICAL}})
+            if isinstance(updated, MCPError):
+                wrong.append(updated)
+            else:
+                answered = True
+        elif got.get("status") in ("failed", "cancelled"):
+            return [*wrong, got], ""
+        await asyncio.sleep(0.1)
+    return [*wrong, "not finished"], ""
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_legacy_backend_task_requests_on_another_worker_are_relayed_through_redis(redis: RedisServer,
+                                                                                   mode: str) -> None:
+    # Each worker runs its own server-everything, so a task exists only in the worker that
+    # created it; every later request for it, from whichever worker, reaches it there.
+    argv = lambda port: proxy_argv("--http", "--port", str(port), "--workers", "2", "--redis", redis.url,
+                                   "--", *everything_argv())
+    with running_server(argv, timeout=90) as url:
+        async def go() -> tuple[list[tuple[list[Any], str]], list[Any]]:
+            outcomes = [await research_task(url, mode, f"tides{i}") for i in range(3)]
+            cancelled = []
+            for i in range(3):  # tasks/cancel, then tasks/get, each from a fresh connection
+                async with Client(url, mode=mode, era_cache=EraCache(), elicitation=lambda p: HISTORICAL) as first:
+                    handle = await first.call_tool("simulate-research-query", {"topic": f"moon{i}"}, task=True)
+                cancelled.append(await fresh(url, mode, "tasks/cancel", {"taskId": handle.task_id}))
+                cancelled.append(await fresh(url, mode, "tasks/get", {"taskId": handle.task_id}))
+            return outcomes, cancelled
+
+        outcomes, cancelled = run(go(), 240)
+    assert all(not wrong for wrong, _ in outcomes), outcomes
+    assert all("# Research Report: tides" in text and "(historical)" in text for _, text in outcomes), outcomes
+    assert not [c for c in cancelled if isinstance(c, MCPError)], cancelled
+    assert all(got.get("status") == "cancelled" for got in cancelled[1::2]), cancelled
 
 
 @pytest.mark.parametrize(("args", "says"), [

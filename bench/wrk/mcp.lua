@@ -1,9 +1,11 @@
 -- wrk script for the mcpkit / official SDK MCP benchmark.
 --
 -- Usage: wrk ... -s mcp.lua http://127.0.0.1:PORT/mcp -- echo|discover
+--        wrk ... -s mcp.lua http://127.0.0.1:PORT/mcp -- echo-session SESSION_ID
 --
 -- Sends one 2026-07-28 JSON-RPC request per POST with the routing headers the
--- revision requires, checks every response (non-200, or a body lacking
+-- revision requires (echo-session: a 2025-11-25 tools/call in the session
+-- SESSION_ID, which the caller initialized), checks every response (non-200, or a body lacking
 -- "result" -- and, for echo, lacking the echoed text -- counts as an error),
 -- and prints one machine-readable line from done():
 --   BENCHJSON {"requests":..,"duration_us":..,"p50_us":..,...}
@@ -19,7 +21,7 @@ checks = 0
 bad = 0
 local threads = {}
 
-local function configure(m)
+local function configure(m, session)
   mode = m or "echo"
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
@@ -34,8 +36,14 @@ local function configure(m)
     wrk.headers["Mcp-Name"] = "echo"
     wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
       .. '"arguments":{"text":"' .. ECHO_TEXT .. '"},' .. META .. '}}'
+  elseif mode == "echo-session" then
+    if session == nil then error("echo-session needs the session id") end
+    wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+    wrk.headers["Mcp-Session-Id"] = session
+    wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+      .. '"arguments":{"text":"' .. ECHO_TEXT .. '"}}}'
   else
-    error("mode must be echo or discover, got " .. tostring(mode))
+    error("mode must be echo, echo-session or discover, got " .. tostring(mode))
   end
 end
 
@@ -44,13 +52,13 @@ function setup(thread)
 end
 
 function init(args)
-  configure(args[1])
+  configure(args[1], args[2])
 end
 
 function response(status, headers, body)
   checks = checks + 1
   if status ~= 200 or body == nil or not string.find(body, '"result"', 1, true)
-     or (mode == "echo" and not string.find(body, ECHO_TEXT, 1, true)) then
+     or (mode ~= "discover" and not string.find(body, ECHO_TEXT, 1, true)) then
     bad = bad + 1
   end
 end

@@ -16,7 +16,8 @@ own loop (no thread hop per call). Era translation:
   sampling, roots) as ``input_required``; its retry answers the waiting backend request, kept
   in this process under an unguessable id sealed in the ``requestState`` (bounded, expiring,
   bound to the caller). With several workers sharing Redis a retry that reaches another
-  worker is relayed to the one holding it (:mod:`._relay`; without Redis it fails closed);
+  worker is relayed to the one holding it (:mod:`._relay`; without Redis it fails closed),
+  and so are the requests for a 2025-11-25 backend's task (to the worker that created it);
 - a 2025-11-25 front client gets them (and a modern backend's ``input_required``) as real
   requests on its session;
 - the backend is told only the client capabilities the proxy can honour (``declare=``); a
@@ -79,8 +80,9 @@ class ProxyServer(Server):
     def relay_through(self, node: Any) -> None:
         """Several workers sharing Redis (``node``: this worker's
         :class:`~mcpkit.backends.redis.RedisBackend` ``.node``): an MRTR retry for a legacy
-        backend's question that reaches this worker is relayed to the worker holding it
-        (:mod:`._relay`), and this worker answers those relayed to it."""
+        backend's question that reaches this worker is relayed to the worker holding it, and
+        a request for a 2025-11-25 backend's task to the worker that created it
+        (:mod:`._relay`); this worker answers those relayed to it."""
         from ._relay import Relay
 
         self.forwarder.relay = Relay(self.forwarder, node)

@@ -305,6 +305,19 @@ class Backend:
         except Exception as exc:
             raise self.failure(method, exc) from None
 
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A modern backend's call that wants no progress or log messages, awaited in place on
+        the backend loop (no :class:`BackendCall`, task or event queue: nothing can come
+        before its answer; its ``input_required`` comes back as it is)."""
+        if self.client is None:
+            raise errors.internal_error("the proxy's backend is not connected")
+        try:
+            return await self.client.request(method, params, timeout=self.call_timeout, answer_input=False)
+        except (MCPError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise self.failure(method, exc) from None
+
     async def start_call(self, call: BackendCall, method: str, params: dict[str, Any], *, progress: bool,
                          log_level: str | None) -> None:
         """Start ``call`` on the backend loop; its events say how it goes."""

@@ -246,6 +246,11 @@ class Forwarder:
             legacy_front = not versions.is_modern(ctx.protocol_version)
             if method in _tasks_legacy.LEGACY_METHODS and not legacy_front:
                 raise errors.method_not_found(method)
+            task_id, relay = getattr(params, "taskId", None), self.relay
+            owner = await relay.task_owner(task_id) if relay is not None and isinstance(task_id, str) else None
+            if relay is not None and owner is not None:  # the task lives in another worker's backend session
+                raw = await relay.task(ctx, method, params, owner, legacy_front=legacy_front)
+                return raw if legacy_front else msgspec.convert(raw, typ)
             session = await self._session(ctx)
             if method == "tasks/result":  # it waits for the task, whose questions come meanwhile
                 return await self._drive(ctx, params, None, {"taskId": params.taskId}, final=False, session=session,
@@ -306,6 +311,8 @@ class Forwarder:
             send["task"] = front_task if as_is else {}
             raw = await self._drive(ctx, params, None, send, session=session, final=False)
             if _tasks_legacy.is_created(raw):
+                if self.relay is not None:  # the task's later requests may reach another worker
+                    await self.relay.own_task(raw["task"])
                 return raw if as_is else _tasks_legacy.created(raw)
             return self._typed(method, _ASKING[method], raw)
         return await self._drive(ctx, params, None, send, session=session)
@@ -369,6 +376,13 @@ class Forwarder:
         method = ctx.method
         bridge = self.backend.bridge
         assert bridge is not None
+        if call is None and self.backend.era != "legacy" and ctx.progress_token is None and ctx.log_level is None \
+                and bridge.on_loop():  # nothing but the answer can come: awaited in place
+            try:
+                raw = await (session or self.backend).call(method, send or {})
+            except MCPError as exc:
+                raise self._error(method, params, exc) from None
+            return self._typed(method, _ASKING[method], raw) if final else raw
         if call is None:
             call = BackendCall(method, ctx.principal)
             call.task_id = task_id

@@ -42,7 +42,7 @@ class BackendCall:
     """One forwarded request on the backend loop, and the questions it asks on the way."""
 
     def __init__(self, method: str, principal: str | None, *, max_events: int = 1000) -> None:
-        self.id = secrets.token_urlsafe(32)
+        self._id: str | None = None
         self.method = method
         self.principal = principal
         self.events: asyncio.Queue[Event] = asyncio.Queue()
@@ -54,6 +54,13 @@ class BackendCall:
         self.done = False
         #: The 2025-11-25 task whose ``tasks/result`` this is: it gets that task's questions only.
         self.task_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The unguessable id the call is parked under (made when first needed)."""
+        if self._id is None:
+            self._id = secrets.token_urlsafe(32)
+        return self._id
 
     # ---------------------------------------------------------------- backend side
     def post(self, event: Event) -> None:

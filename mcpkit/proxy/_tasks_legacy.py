@@ -26,11 +26,13 @@ A 2026-07-28 front client gets a task's questions through the extension's input 
 ``tasks/result`` for it (where the questions arrive) and reports them as ``inputRequests``;
 ``tasks/update`` answers them. That ``tasks/result`` is held in this process
 (:class:`Waiting`: bounded, one per task, bound to the caller) until the task ends, and its
-outcome is then the one ``tasks/get`` inlines. Several workers need sticky routing for it, as
-for MRTR retries; ``tasks/update`` that reaches a worker holding no such question is refused
-with ``-32602``.
+outcome is then the one ``tasks/get`` inlines. ``tasks/update`` that reaches a worker holding
+no such question is refused with ``-32602``.
 
-Tasks live in the backend session that created them: the caller's own (:mod:`._pool`).
+Tasks live in the backend session that created them: the caller's own (:mod:`._pool`), in the
+worker that created them. With several workers and Redis, that worker records itself as the
+task's owner, and the task's requests that reach another worker are relayed to it
+(:mod:`._relay`); without Redis, route a client's requests to one worker.
 """
 
 from __future__ import annotations
