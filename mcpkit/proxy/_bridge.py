@@ -20,16 +20,14 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from ..transports._loops import loop_factory
+
 T = TypeVar("T")
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
     """uvloop's loop where it is installed (what uvicorn serves on by default), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+    return loop_factory("auto")()
 
 
 class LoopThread:
