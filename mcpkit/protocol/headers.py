@@ -345,6 +345,16 @@ def _value_matches(header: str, body: Any, name: str) -> bool:
     return False  # objects/arrays cannot be mirrored
 
 
+def mirrored_exactly(headers: Mapping[str, str], method: str, version: str, name: str | None) -> bool:
+    """Whether a modern POST's headers (names lower-cased) repeat its body byte for byte:
+    ``MCP-Protocol-Version``, ``Mcp-Method`` and, when ``name`` is given, a plain ``Mcp-Name``.
+    True means :func:`check_request_headers` passes when no ``Mcp-Param-*`` annotation
+    applies (the hot path's shortcut; anything else takes the full check)."""
+    if headers.get("mcp-protocol-version") != version or headers.get("mcp-method") != method:
+        return False
+    return name is None or (headers.get("mcp-name") == name and _PLAIN_RE.fullmatch(name) is not None)
+
+
 def check_request_headers(
     headers: Mapping[str, str],
     method: str,

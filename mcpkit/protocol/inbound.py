@@ -131,8 +131,10 @@ def _check_headers(checked: Checked, headers: Mapping[str, str], supported_versi
     annotations = None
     if method == "tools/call":
         assert isinstance(p, CallToolParams)
-        name_params = {"name": p.name, "arguments": p.arguments}
         annotations = header_map(p.name) if header_map is not None else None
+        if not annotations and H.mirrored_exactly(headers, method, checked.meta.protocolVersion, p.name):
+            return  # the common call: nothing to decode or compare further
+        name_params = {"name": p.name, "arguments": p.arguments}
     else:
         source = H.NAME_SOURCES.get(method)  # prompts/get, resources/read, tasks/*
         if source is not None:

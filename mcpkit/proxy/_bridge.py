@@ -20,7 +20,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from ..transports._loops import loop_factory
+from ..transports import loop_factory
 
 T = TypeVar("T")
 

@@ -31,6 +31,8 @@ _EXPORTS = {
     # stdio without asyncio until the first request needs it
     "run_stdio_server": "mcpkit.transports._stdio_main",
     "claim_stdout": "mcpkit.transports._stdio_main",
+    # the event loop servers run on (uvloop where installed)
+    "loop_factory": "mcpkit.transports._loops",
     # HTTP
     "is_wildcard": "mcpkit.transports._resource",
     "asgi": "mcpkit.transports._asgi:",
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from ._interface import SendRaw as SendRaw
     from ._loading import RunAtImport as RunAtImport
     from ._loading import loading as loading
+    from ._loops import loop_factory as loop_factory
     from ._resource import is_wildcard as is_wildcard
     from ._stdio_main import claim_stdout as claim_stdout
     from ._stdio_main import run_stdio_server as run_stdio_server
