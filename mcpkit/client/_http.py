@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -47,12 +48,21 @@ async def sse_events(lines: AsyncIterator[str], limit: int | None = None, url: s
 
 def credentials_visible(client: httpx.AsyncClient) -> bool:
     """Whether every credential an ``httpx`` client sends is in the headers it builds: not so
-    with an ``auth=`` flow, request event hooks, or a transport that is not httpx's own (any
-    of them may add headers after the request is built)."""
+    with an ``auth=`` flow, request event hooks, or a transport that is neither httpx's own nor
+    mcpkit's lean one (any of them may add headers after the request is built)."""
     if client.auth is not None or client.event_hooks.get("request"):
         return False
     transports = [getattr(client, "_transport", None), *(getattr(client, "_mounts", None) or {}).values()]
-    return all(t is None or type(t).__module__.split(".")[0] == "httpx" for t in transports) and transports[0] is not None
+    return all(t is None or _sends_built_headers(t) for t in transports) and transports[0] is not None
+
+
+def _sends_built_headers(transport: object) -> bool:
+    """httpx's own transports, and mcpkit's lean one (it writes the headers httpx built, as built)."""
+    cls = type(transport)
+    if cls.__module__.split(".")[0] == "httpx":
+        return True
+    wire = sys.modules.get("mcpkit.client._wire")  # not loaded: no transport can be its
+    return wire is not None and cls is getattr(wire, "WireTransport", None)
 
 
 async def with_configured(h: dict[str, str], static: Mapping[str, str],
@@ -101,9 +111,9 @@ class HttpTransport(ClientTransport):
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self._client is None:
-            import httpx
+            from . import _wire
 
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0), verify=self._verify)
+            self._client = _wire.client(self.url, self._verify)
 
     async def _pool(self) -> httpx.AsyncClient:
         await self.start()
