@@ -8,6 +8,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -15,13 +16,33 @@ import pytest
 from mcpkit.client import _wire
 from mcpkit.client._http import HttpTransport, credentials_visible
 from mcpkit.errors import ResponseTooLarge
-from tests.helpers.aio import run
 from tests.helpers.paths import ROOT
 from tests.helpers.servers import ServerProcess, running_server
 
 pytestmark = pytest.mark.skipif(not _wire.available(), reason="httptools (the fast extra) is not installed")
 
 APP = ROOT / "tests" / "servers" / "wire_app.py"
+_LOOP: list[str] = ["asyncio"]
+
+
+@pytest.fixture(autouse=True, params=["asyncio", "uvloop"])
+def loop_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test on asyncio's own loop and on uvloop (the proxy's backend runs on it)."""
+    if request.param == "uvloop":
+        pytest.importorskip("uvloop")
+    _LOOP[0] = request.param
+    yield request.param
+    _LOOP[0] = "asyncio"
+
+
+def run(coro: Any, limit: float) -> Any:
+    factory = None
+    if _LOOP[0] == "uvloop":
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(asyncio.wait_for(coro, limit))
 
 
 def _argv(keep_alive: int = 5):

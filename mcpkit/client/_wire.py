@@ -111,8 +111,7 @@ class _Connection(asyncio.Protocol):
 
     # ------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
         ex = self.exchange
@@ -404,13 +403,14 @@ class _Pool:
         loop = asyncio.get_running_loop()
         conn = _Connection(self)
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: conn, self.host, self.port), timeout)
+            transport, _ = await asyncio.wait_for(loop.create_connection(lambda: conn, self.host, self.port), timeout)
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {self.host}:{self.port} timed out") from None
         except ConnectionRefusedError as exc:
             raise httpx.ConnectError(f"All connection attempts failed: connection refused ({exc})") from None
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
+        conn.transport = transport  # uvloop calls connection_made a moment after this
         return conn
 
     def close(self) -> None:
