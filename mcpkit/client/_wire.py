@@ -380,9 +380,8 @@ class _Pool:
                 if conn.idle_handle is not None:
                     conn.idle_handle.cancel()
                     conn.idle_handle = None
-                if not conn.closed:
+                if not conn.closed:  # a closed one already left (forget)
                     return conn
-                self.open -= 1
             if self.open < MAX_CONNECTIONS:
                 break
             w = asyncio.get_running_loop().create_future()
@@ -440,7 +439,7 @@ class WireTransport(httpx.AsyncBaseTransport):
         if url.scheme != "http" or request.method == "HEAD":
             return await self._fallback().handle_async_request(request)
         timeouts = request.extensions.get("timeout") or {}
-        key = (url.host, url.port or 80)
+        key = (url.raw_host.decode("ascii"), url.port or 80)
         pool = self._pools.get(key)
         if pool is None:
             pool = self._pools[key] = _Pool(*key)
