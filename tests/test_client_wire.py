@@ -240,3 +240,34 @@ def test_a_client_over_the_lean_transport_calls_tools() -> None:
             async with Client(url) as c:
                 return [(await c.call_tool("echo", {"text": f"hi {i}"})).content[0].text for i in range(3)]  # type: ignore[union-attr]
         assert run(go(), 30) == ["hi 0", "hi 1", "hi 2"]
+
+
+def test_the_pool_is_bounded_and_idle_connections_expire(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_wire, "MAX_CONNECTIONS", 1)
+    monkeypatch.setattr(_wire, "IDLE_EXPIRY", 0.3)
+
+    async def go() -> tuple[list[str], int]:
+        async with lean() as c:
+            slow = asyncio.ensure_future(c.get(base + "/slow?s=0.5"))
+            await asyncio.sleep(0.1)
+            with pytest.raises(httpx.PoolTimeout):  # the one connection is busy
+                await c.get(base + "/peer", timeout=httpx.Timeout(5.0, pool=0.1))
+            waiting = asyncio.ensure_future(c.get(base + "/peer"))  # waits for it, then reuses it
+            texts = [(await slow).text, (await waiting).text]
+            pool = next(iter(c._transport._pools.values()))  # type: ignore[attr-defined]
+            await asyncio.sleep(0.6)
+            return texts, len(pool.idle) + pool.open
+    texts, left = run(go(), 20)
+    assert texts[0] == "late" and ":" in texts[1]
+    assert left == 0  # the idle one expired and closed
+
+
+def test_concurrent_requests_keep_at_most_max_idle(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_wire, "MAX_IDLE", 3)
+
+    async def go() -> tuple[int, int, int]:
+        async with lean() as c:
+            answers = await asyncio.gather(*(c.get(base + "/slow?s=0.2") for _ in range(8)))
+            pool = next(iter(c._transport._pools.values()))  # type: ignore[attr-defined]
+            return sum(a.text == "late" for a in answers), len(pool.idle), pool.open
+    assert run(go(), 20) == (8, 3, 3)
