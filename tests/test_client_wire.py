@@ -229,6 +229,9 @@ def test_mcpkit_uses_it_unless_opted_out_or_a_proxy_applies(monkeypatch: pytest.
     monkeypatch.delenv("HTTP_PROXY")
     monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:3128")
     assert not isinstance(_wire.client(url)._transport, _wire.WireTransport)
+    monkeypatch.delenv("ALL_PROXY")
+    monkeypatch.setattr(_wire, "httptools", None)  # the fast extra is not installed
+    assert not isinstance(_wire.client(url)._transport, _wire.WireTransport)
 
 
 def test_a_client_over_the_lean_transport_calls_tools() -> None:
