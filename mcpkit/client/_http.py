@@ -38,6 +38,8 @@ _ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text
 
 #: Redirects followed for one request, at most (same origin, 307/308 only).
 MAX_REDIRECTS = 5
+#: How long the 2025-11-25 handshake waits for the session's GET stream to be answered.
+SESSION_STREAM_WAIT = 1.0
 
 
 async def sse_events(lines: AsyncIterator[str], limit: int | None = None, url: str = "") -> AsyncIterator[sse.Event]:
@@ -434,15 +436,25 @@ class LegacyHttpTransport(HttpTransport):
         task.add_done_callback(self._tasks.discard)
 
     async def open_session_stream(self) -> None:
-        """Open the session's GET stream in the background (a 405 means the server has none)."""
-        self._stream = asyncio.ensure_future(self._listen())
+        """Open the session's GET stream in the background (a 405 means the server has none),
+        waiting at most :data:`SESSION_STREAM_WAIT` seconds for its answer's head: a message the
+        server pushes right after the handshake (an elicitation during the first tool call) then
+        finds the stream open instead of racing it."""
+        opened = asyncio.Event()
+        self._stream = asyncio.ensure_future(self._listen(opened))
+        try:
+            await asyncio.wait_for(opened.wait(), SESSION_STREAM_WAIT)
+        except TimeoutError:
+            log.debug("the session stream's answer is not in yet; going on without waiting for it")
 
-    async def _listen(self) -> None:
+    async def _listen(self, opened: asyncio.Event | None = None) -> None:
         try:
             client = await self._pool()
             hdrs = await self._own_headers("GET")
             hdrs["Accept"] = "text/event-stream"
             async with client.stream("GET", self.url, headers=hdrs) as resp:
+                if opened is not None:
+                    opened.set()
                 if resp.status_code != 200:
                     return
                 async for ev in self._events(resp):
@@ -461,6 +473,9 @@ class LegacyHttpTransport(HttpTransport):
             log.warning("the session stream was closed: %s", exc)
         except Exception as exc:
             log.debug("the session stream ended: %r", exc)
+        finally:
+            if opened is not None:
+                opened.set()
 
     async def close(self) -> None:
         if self._stream is not None:
