@@ -274,3 +274,19 @@ def test_concurrent_requests_keep_at_most_max_idle(base: str, monkeypatch: pytes
             pool = next(iter(c._transport._pools.values()))  # type: ignore[attr-defined]
             return sum(a.text == "late" for a in answers), len(pool.idle), pool.open
     assert run(go(), 20) == (8, 3, 3)
+
+
+def test_large_bodies_both_ways_with_flow_control(base: str) -> None:
+    piece = bytes(range(256)) * 400  # 100 KiB
+
+    async def parts():
+        for _ in range(40):
+            yield piece
+
+    async def go() -> tuple[int, bool, str]:
+        async with lean() as c:
+            resp = await c.post(base + "/echo", content=parts())  # 4 MiB up, chunked; 4 MiB back
+            head, _, body = resp.content.partition(b":")
+            return int(head), body == piece * 40, (await c.get(base + "/peer")).text
+    size, same, _ = run(go(), 60)
+    assert size == 40 * len(piece) and same

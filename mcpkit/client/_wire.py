@@ -107,7 +107,6 @@ class _Connection(asyncio.Protocol):
         self.paused = False
         self.idle_handle: asyncio.TimerHandle | None = None
         self._drain: asyncio.Future[None] | None = None
-        self._header_name = b""
 
     # ------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -135,9 +134,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost(exc)
-        d = self._drain
-        if d is not None and not d.done():
-            d.set_exception(httpx.WriteError(str(exc) if exc else "the server closed the connection"))
+        self.resume_writing()  # a writer waiting to drain finds the connection closed
 
     def pause_writing(self) -> None:
         if self._drain is None or self._drain.done():
@@ -258,6 +255,8 @@ class _Connection(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(d), timeout)
         except TimeoutError:
             raise httpx.WriteTimeout("writing the request timed out") from None
+        if self.closed:
+            raise httpx.WriteError("the server closed the connection while the request was being written")
 
     async def wait(self, timeout: float | None) -> None:
         """Until the exchange has news (the head, a body piece, its end or an error)."""
