@@ -110,10 +110,11 @@ def env() -> dict[str, str]:
 class Front:
     """An HTTP server wrk calls: its URL and process (whose CPU time is read)."""
 
-    def __init__(self, argv: list[str], procs: list[subprocess.Popen[bytes]]) -> None:
+    def __init__(self, argv: list[str], procs: list[subprocess.Popen[bytes]],
+                 extra_env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen([*argv[:1], *(str(self.port) if a == "{port}" else a for a in argv[1:])],
-                                     env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     env={**env(), **(extra_env or {})}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
         procs.append(self.proc)
         self.url = f"http://127.0.0.1:{self.port}/mcp"
@@ -254,10 +255,14 @@ def main() -> int:
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--save", action="store_true", help="write bench/results/proxy-<date>.md and .json")
     ap.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    ap.add_argument("--no-fastmcp", action="store_true", help="leave FastMCP's proxy out")
+    ap.add_argument("--compare-httpx", action="store_true",
+                    help="http->http: also a side 'mcpkit-httpx', the proxy with MCPKIT_HTTP_TRANSPORT=httpx "
+                         "(its backend client on httpx's default transport instead of the lean one)")
     args = ap.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (the Debian package `wrk`)")
-    fastmcp_py = ensure_fastmcp(args.no_install)
+    fastmcp_py = "" if args.no_fastmcp else ensure_fastmcp(args.no_install)
     eras = [MODERN, LEGACY] if args.era == "both" else [args.era]
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -267,11 +272,16 @@ def main() -> int:
         fastmcp = [fastmcp_py, str(FASTMCP_PROXY), "{port}"]
         cells: dict[str, dict[str, Front | None]] = {
             "http->http": {"direct": back, "mcpkit": Front([*proxy, back.url], procs),
-                           "fastmcp": Front([*fastmcp, back.url], procs)},
+                           "fastmcp": Front([*fastmcp, back.url], procs) if fastmcp_py else None},
             "stdio->http": {"direct": back, "backend": None,  # the front's transport, no proxy; the round trip
                             "mcpkit": Front([*proxy, "--", *stdio_backend], procs),
-                            "fastmcp": Front([*fastmcp, "--", *stdio_backend], procs)},
+                            "fastmcp": Front([*fastmcp, "--", *stdio_backend], procs) if fastmcp_py else None},
         }
+        if args.compare_httpx:
+            cells["http->http"]["mcpkit-httpx"] = Front([*proxy, back.url], procs, {"MCPKIT_HTTP_TRANSPORT": "httpx"})
+        for sides in cells.values():
+            if not fastmcp_py:
+                del sides["fastmcp"]
         for sides in cells.values():
             for front in sides.values():
                 if front is not None:
@@ -351,12 +361,22 @@ def report(samples: dict[tuple[str, str, str], list[dict[str, float]]], args: ar
             direct = col((cell, "direct", era), "latency_ms")
             backend = col((cell, "backend", MODERN), "latency_ms") if cell == "stdio->http" else direct
             added = [m - d for m, d in zip(col((cell, "mcpkit", era), "latency_ms"), direct, strict=True)]
-            f_added = [f - d for f, d in zip(col((cell, "fastmcp", era), "latency_ms"), direct, strict=True)]
             budget = [b + 0.2 * d for b, d in zip(backend, direct, strict=True)]
+            fast = bool(col((cell, "fastmcp", era), "latency_ms"))  # absent with --no-fastmcp
+            f_added = [f - d for f, d in zip(col((cell, "fastmcp", era), "latency_ms"), direct, strict=fast)]
             ratio = [m / f for m, f in zip(col((cell, "mcpkit", era), "calls_per_s"),
-                                           col((cell, "fastmcp", era), "calls_per_s"), strict=True)]
+                                           col((cell, "fastmcp", era), "calls_per_s"), strict=fast)]
             cpu = [f / m for m, f in zip(col((cell, "mcpkit", era), "cpu_us"), col((cell, "fastmcp", era), "cpu_us"),
-                                         strict=True)]
+                                         strict=fast)]
+            httpx_added = [m - d for m, d in zip(col((cell, "mcpkit-httpx", era), "latency_ms"), direct, strict=False)]
+            if httpx_added:
+                lines.append(f"- {cell} ({era}): with its backend client on httpx's default transport "
+                             f"(mcpkit-httpx) the proxy adds {med(httpx_added):.2f} ms per call")
+            if not f_added:
+                lines.append(f"- {cell} ({era}): the mcpkit proxy adds {med(added):.2f} ms per call (budget: one "
+                             f"backend round trip + 20% of a direct call = {med(budget):.2f} ms; "
+                             f"{'met' if med(added) <= med(budget) else 'NOT met'})")
+                continue
             lines.append(
                 f"- {cell} ({era}): the mcpkit proxy adds {med(added):.2f} ms per call (budget: one backend round "
                 f"trip + 20% of a direct call = {med(budget):.2f} ms; {'met' if med(added) <= med(budget) else 'NOT met'}"

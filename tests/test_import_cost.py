@@ -20,7 +20,8 @@ def loaded(code: str, names: tuple[str, ...]) -> list[str]:
 
 
 #: Not needed to make a Client and call a tool over stdio.
-CLIENT_DEFERRED = ("httpx", "mcpkit.client._http", "mcpkit.client._sse_legacy", "mcpkit.client._tasks",
+CLIENT_DEFERRED = ("httpx", "httptools", "mcpkit.client._wire", "mcpkit.client._http", "mcpkit.client._sse_legacy",
+                   "mcpkit.client._tasks",
                    "mcpkit.client._tasks_legacy", "mcpkit.client._skills", "mcpkit.frontmatter",
                    "mcpkit.protocol.skills", "mcpkit.client._credentials", "mcpkit.server", "hashlib", "hmac",
                    "secrets", "json", "tempfile", "shutil", "shlex")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -37,6 +38,8 @@ _ACCEPT = {"Content-Type": "application/json", "Accept": "application/json, text
 
 #: Redirects followed for one request, at most (same origin, 307/308 only).
 MAX_REDIRECTS = 5
+#: How long the 2025-11-25 handshake waits for the session's GET stream to be answered.
+SESSION_STREAM_WAIT = 1.0
 
 
 async def sse_events(lines: AsyncIterator[str], limit: int | None = None, url: str = "") -> AsyncIterator[sse.Event]:
@@ -47,12 +50,21 @@ async def sse_events(lines: AsyncIterator[str], limit: int | None = None, url: s
 
 def credentials_visible(client: httpx.AsyncClient) -> bool:
     """Whether every credential an ``httpx`` client sends is in the headers it builds: not so
-    with an ``auth=`` flow, request event hooks, or a transport that is not httpx's own (any
-    of them may add headers after the request is built)."""
+    with an ``auth=`` flow, request event hooks, or a transport that is neither httpx's own nor
+    mcpkit's lean one (any of them may add headers after the request is built)."""
     if client.auth is not None or client.event_hooks.get("request"):
         return False
     transports = [getattr(client, "_transport", None), *(getattr(client, "_mounts", None) or {}).values()]
-    return all(t is None or type(t).__module__.split(".")[0] == "httpx" for t in transports) and transports[0] is not None
+    return all(t is None or _sends_built_headers(t) for t in transports) and transports[0] is not None
+
+
+def _sends_built_headers(transport: object) -> bool:
+    """httpx's own transports, and mcpkit's lean one (it writes the headers httpx built, as built)."""
+    cls = type(transport)
+    if cls.__module__.split(".")[0] == "httpx":
+        return True
+    wire = sys.modules.get("mcpkit.client._wire")  # not loaded: no transport can be its
+    return wire is not None and cls is getattr(wire, "WireTransport", None)
 
 
 async def with_configured(h: dict[str, str], static: Mapping[str, str],
@@ -101,9 +113,9 @@ class HttpTransport(ClientTransport):
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self._client is None:
-            import httpx
+            from . import _wire
 
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0), verify=self._verify)
+            self._client = _wire.client(self.url, self._verify)
 
     async def _pool(self) -> httpx.AsyncClient:
         await self.start()
@@ -424,15 +436,25 @@ class LegacyHttpTransport(HttpTransport):
         task.add_done_callback(self._tasks.discard)
 
     async def open_session_stream(self) -> None:
-        """Open the session's GET stream in the background (a 405 means the server has none)."""
-        self._stream = asyncio.ensure_future(self._listen())
+        """Open the session's GET stream in the background (a 405 means the server has none),
+        waiting at most :data:`SESSION_STREAM_WAIT` seconds for its answer's head: a message the
+        server pushes right after the handshake (an elicitation during the first tool call) then
+        finds the stream open instead of racing it."""
+        opened = asyncio.Event()
+        self._stream = asyncio.ensure_future(self._listen(opened))
+        try:
+            await asyncio.wait_for(opened.wait(), SESSION_STREAM_WAIT)
+        except TimeoutError:
+            log.debug("the session stream's answer is not in yet; going on without waiting for it")
 
-    async def _listen(self) -> None:
+    async def _listen(self, opened: asyncio.Event | None = None) -> None:
         try:
             client = await self._pool()
             hdrs = await self._own_headers("GET")
             hdrs["Accept"] = "text/event-stream"
             async with client.stream("GET", self.url, headers=hdrs) as resp:
+                if opened is not None:
+                    opened.set()
                 if resp.status_code != 200:
                     return
                 async for ev in self._events(resp):
@@ -451,6 +473,9 @@ class LegacyHttpTransport(HttpTransport):
             log.warning("the session stream was closed: %s", exc)
         except Exception as exc:
             log.debug("the session stream ended: %r", exc)
+        finally:
+            if opened is not None:
+                opened.set()
 
     async def close(self) -> None:
         if self._stream is not None:

@@ -105,9 +105,9 @@ class SseTransport(PendingRequests, ClientTransport):
     # ------------------------------------------------------------ connecting
     async def _pool(self) -> httpx.AsyncClient:
         if self._client is None:
-            import httpx
+            from . import _wire
 
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0), verify=self._verify)
+            self._client = _wire.client(self.url, self._verify)
         return self._client
 
     async def start(self) -> None:
