@@ -16,8 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from ..errors import MCPError, ProtocolError, TransportError
@@ -117,8 +116,7 @@ class Slot:
         await self.transport.start()
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
+class Link(NamedTuple):
     """What negotiation sends through, given by the Client: ``send`` (its auth layer over one
     send within the time limit), ``notify``, the transport ``slot``, and ``serve_input`` (from
     now on the server may ask for sampling, elicitation and roots)."""
@@ -129,8 +127,7 @@ class Link:
     serve_input: Callable[[], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
+class Probe(NamedTuple):
     """What ``server/discover`` told: the verdict (``silent``: no answer in time, over stdio),
     for a modern server the version to speak and the DiscoverResult, and the error it answered."""
 
@@ -140,8 +137,7 @@ class Probe:
     error: MCPError | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Negotiation:
+class Negotiation(NamedTuple):
     """One settlement of the era with one server (the Client's settings at that moment)."""
 
     link: Link

@@ -18,10 +18,11 @@ from ..protocol import types as t
 
 log = logging.getLogger("mcpkit.client")
 
+# (the params types as strings: the sampling/elicitation/roots wire types load on first use)
 #: Answers one input request's params; sync or async.
-ElicitationHandler = Callable[[t.ElicitRequestParams],
+ElicitationHandler = Callable[["t.ElicitRequestParams"],
                               "t.ElicitResult | dict[str, Any] | Awaitable[t.ElicitResult | dict[str, Any]]"]
-SamplingHandler = Callable[[t.CreateMessageRequestParams], "t.CreateMessageResult | dict[str, Any] | Awaitable[Any]"]
+SamplingHandler = Callable[["t.CreateMessageRequestParams"], "t.CreateMessageResult | dict[str, Any] | Awaitable[Any]"]
 RootsProvider = Callable[[], "list[t.Root | dict[str, Any]] | Awaitable[list[t.Root | dict[str, Any]]]"]
 Roots = Union[RootsProvider, "list[t.Root | dict[str, Any]]"]
 

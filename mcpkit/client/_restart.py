@@ -25,8 +25,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..errors import RequestNotRetried as RequestNotRetried
 from ..errors import ResponseTooLarge, TransportClosed, TransportError
@@ -42,8 +41,7 @@ SAFE_METHODS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class Recovery:
+class Recovery(NamedTuple):
     """How a :class:`~mcpkit.Client` recovers from a dead server or connection.
 
     stdio_restart: restart a stdio server that exited.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from ..errors import MCPError
@@ -40,8 +39,7 @@ class Hello(NamedTuple):
     client_info: dict[str, Any] | None
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeFeeds:
+class ChangeFeeds(NamedTuple):
     """What a change stream is made from: the legacy session's pushed notifications (``hub``,
     ``request`` for ``resources/subscribe``) or a ``subscriptions/listen`` request (``listen``)."""
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from ..errors import HttpStatusError
 from ..errors import NoAnswer as NoAnswer
@@ -30,8 +29,7 @@ OnRequest = Callable[[str, dict[str, Any]], Awaitable[Any]]
 Era = Literal["modern", "legacy"]
 
 
-@dataclass(frozen=True, slots=True)
-class Capabilities:
+class Capabilities(NamedTuple):
     """What a transport is and can do, declared by its class."""
 
     #: ``"memory"`` (a Server object in this process: it speaks 2026-07-28, no era probe),
