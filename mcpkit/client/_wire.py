@@ -101,6 +101,9 @@ class _Connection(asyncio.Protocol):
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
+        # Control characters in a header value are taken as httpx's own transport takes them
+        # (mcpkit escapes whatever it shows of a header, e.g. a 401's error_description).
+        self.parser.set_dangerous_leniencies(lenient_headers=True)
         self.exchange: _Exchange | None = None
         self.closed = False
         self.reusable = True
