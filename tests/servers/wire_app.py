@@ -17,14 +17,7 @@ import sys
 from typing import Any
 from urllib.parse import parse_qs
 
-
-async def body_of(receive: Any) -> bytes:
-    data = b""
-    while True:
-        msg = await receive()
-        data += msg.get("body", b"")
-        if not msg.get("more_body"):
-            return data
+from tests.helpers.aio import read_body
 
 
 async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -32,7 +25,7 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         return
     q = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
     path = scope["path"]
-    body = await body_of(receive)
+    body = await read_body(receive)
 
     async def answer(data: bytes, status: int = 200, ctype: bytes = b"text/plain", length: bool = True) -> None:
         headers = [(b"content-type", ctype)] + ([(b"content-length", str(len(data)).encode())] if length else [])
