@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _lean_msgspec
 from ._lazy import lazy_exports as _lazy_exports
 from ._version import __version__ as __version__
 
@@ -80,4 +81,5 @@ if TYPE_CHECKING:
     from .server import text as text
     from .server import user as user
 
+_lean_msgspec.install()
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), __all__)

@@ -82,8 +82,9 @@ _DISCOVER = ('{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_met
              '"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}\n')
 
 #: Not loaded before a stdio server's first ``server/discover`` answer (each was part of the
-#: cold start, issue 24). ``inspect`` and ``typing_extensions`` are not here: msgspec loads them.
-COLD_DEFERRED = ("asyncio", "logging", "traceback", "weakref", "dataclasses", "copy", "base64", "binascii", "heapq",
+#: cold start, issue 24). ``typing_extensions`` is msgspec's (mcpkit imports msgspec without
+#: it: mcpkit/_lean_msgspec.py); ``inspect`` (with ast, dis, tokenize) the tool decorator's.
+COLD_DEFERRED = ("inspect", "ast", "dis", "tokenize", "typing_extensions", "asyncio", "logging", "traceback", "weakref", "dataclasses", "copy", "base64", "binascii", "heapq",
                  "shutil", "bz2", "lzma", "mcpkit.server._once", "mcpkit.server._keys", "mcpkit.protocol._types_more",
                  "mcpkit.server._uritemplate", "mcpkit.protocol.subscriptions", "mcpkit.observability")
 #: Also not loaded by a server file run directly (``mcpkit serve`` loads them to load the file).

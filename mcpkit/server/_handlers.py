@@ -3,7 +3,6 @@ completion/complete and subscriptions/listen, answered from a server's registrat
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from ._input import InputRequired
 from ._pagination import page
 from ._primitives import PromptDef, ResourceDef, TemplateDef, ToolDef, not_found, resource_contents
 from ._resolve import allowed, completion_target, resolve_resource, resource_scopes
+from ._signature import isawaitable
 
 if TYPE_CHECKING:
     import asyncio
@@ -42,7 +42,7 @@ async def invoke(sig: Any, blocking: bool, kwargs: dict[str, Any]) -> Any:
 
         return await asyncio.to_thread(fn, **kwargs)
     value = fn(**kwargs)
-    if inspect.isawaitable(value):
+    if isawaitable(value):
         value = await value
     return value
 
@@ -234,7 +234,7 @@ class CoreMethods:
             if params.context is not UNSET and params.context.arguments is not UNSET:
                 context = params.context.arguments
             got = fn(arg.name, arg.value, context)
-            if inspect.isawaitable(got):
+            if isawaitable(got):
                 got = await got
             values = [str(v) for v in (got or [])]
         total = len(values)

@@ -7,10 +7,11 @@ the validation can never disagree.
 
 from __future__ import annotations
 
-import inspect
 import re
+import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from types import CoroutineType, FunctionType, GeneratorType
 from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
@@ -43,11 +44,74 @@ def _is_context(ann: Any) -> bool:
     return isinstance(ann, type) and issubclass(ann, Context)
 
 
+# A server's cold start answers its first request without importing inspect (with ast, dis and
+# tokenize, several milliseconds): a plain function's parameters are read from its code object,
+# as inspect.signature reads them; anything else (a partial, a method, a callable object, a
+# wrapped or annotated-signature function, *args, positional-only) goes to inspect.
+_EMPTY: Any = object()  # no default; no return annotation
+_CO_COROUTINE, _CO_VARARGS, _CO_VARKEYWORDS, _CO_ITERABLE_COROUTINE = 0x80, 0x04, 0x08, 0x100
+_NOT_PLAIN = ("__wrapped__", "__signature__", "_is_coroutine_marker")
+
+
+def _plain_parameters(fn: Callable[..., Any]) -> tuple[bool, list[tuple[str, str | None, Any]]] | None:
+    """(is a coroutine function, [(name, None, default or _EMPTY)]) for a plain function whose
+    parameters need nothing inspect knows more about; None for anything else."""
+    if type(fn) is not FunctionType:
+        return None
+    code = fn.__code__
+    if code.co_posonlyargcount or code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS) or any(hasattr(fn, a) for a in _NOT_PLAIN):
+        return None
+    positional, names = code.co_argcount, code.co_varnames
+    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    first_default = positional - len(defaults)
+    params: list[tuple[str, str | None, Any]] = [
+        (names[i], None, defaults[i - first_default] if i >= first_default else _EMPTY) for i in range(positional)
+    ]
+    params += [(n, None, kwdefaults.get(n, _EMPTY)) for n in names[positional: positional + code.co_kwonlyargcount]]
+    return bool(code.co_flags & _CO_COROUTINE), params
+
+
+def _inspected_parameters(fn: Callable[..., Any]) -> tuple[bool, list[tuple[str, str | None, Any]]]:
+    import inspect
+
+    kinds: dict[Any, str] = {inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.VAR_KEYWORD: "**kwargs",
+             inspect.Parameter.POSITIONAL_ONLY: "positional-only"}
+    params = [(n, kinds.get(p.kind), _EMPTY if p.default is p.empty else p.default)
+              for n, p in inspect.signature(fn).parameters.items()]
+    return inspect.iscoroutinefunction(fn), params
+
+
+def isawaitable(value: Any) -> bool:
+    """:func:`inspect.isawaitable`, without importing inspect."""
+    return (isinstance(value, CoroutineType)
+            or (isinstance(value, GeneratorType) and bool(value.gi_code.co_flags & _CO_ITERABLE_COROUTINE))
+            or isinstance(value, Awaitable))
+
+
+def cleandoc(doc: str) -> str:
+    """:func:`inspect.cleandoc` (the first line's leading whitespace, the other lines' common
+    indentation, and leading and trailing blank lines removed), without importing inspect."""
+    lines = doc.expandtabs().split("\n")
+    margin = sys.maxsize
+    for line in lines[1:]:
+        content = len(line.lstrip())
+        if content:
+            margin = min(margin, len(line) - content)
+    lines[0] = lines[0].lstrip()
+    if margin < sys.maxsize:
+        lines[1:] = [line[margin:] for line in lines[1:]]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
 def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     """The description (text before any Args section) and per-parameter descriptions."""
     if not doc:
         return None, {}
-    doc = inspect.cleandoc(doc)
+    doc = cleandoc(doc)
     if ":" not in doc:  # no section and no field list (nothing below can match): no regex to compile
         return (doc.strip() or None), {}
     params: dict[str, str] = {}
@@ -121,7 +185,7 @@ class Signature:
 
     def __init__(self, fn: Callable[..., Any], kind: str) -> None:
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.is_async, params = _plain_parameters(fn) or _inspected_parameters(fn)
         self.description, self.param_docs = parse_docstring(fn.__doc__)
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
@@ -130,27 +194,27 @@ class Signature:
         self.ctx_name: str | None = None
         fields: list[tuple[Any, ...]] = []
         pyd: dict[str, tuple[Any, Any]] = {}  # parameters Pydantic validates: name -> (annotation, default)
-        for name, p in inspect.signature(fn).parameters.items():
+        for name, param_kind, default in params:
             ann = hints.get(name, Any)
             if _is_context(ann):
                 self.ctx_name = name
                 continue
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            if param_kind in ("*args", "**kwargs"):
                 raise TypeError(f"{fn.__qualname__}: *args and **kwargs cannot be described to a client")
-            if p.kind is p.POSITIONAL_ONLY:
+            if param_kind == "positional-only":
                 raise TypeError(f"{fn.__qualname__}: positional-only parameters are not supported")
             raw, ann = ann, _normalize(ann, self.param_docs.get(name))
             if kind != "resource" and _pydantic.wants(raw, ann):
                 # msgspec only checks presence; Pydantic validates the value (after msgspec).
-                pyd[name] = (raw, _pydantic.MISSING if p.default is p.empty else p.default)
+                pyd[name] = (raw, _pydantic.MISSING if default is _EMPTY else default)
                 ann = Any
-                if p.default is not p.empty:
+                if default is not _EMPTY:
                     fields.append((name, ann, msgspec.UNSET))
                     continue
-            if p.default is p.empty:
+            if default is _EMPTY:
                 fields.append((name, ann))
             else:
-                fields.append((name, ann, p.default))
+                fields.append((name, ann, default))
         self.fields = fields
         self.param_names = tuple(f[0] for f in fields)
         self.args_type = msgspec.defstruct(
@@ -218,13 +282,13 @@ class Output:
         #: Turns the return value into JSON-able builtins when msgspec cannot (a Pydantic type).
         self.dump: Callable[[Any], Any] | None = None
         try:
-            ret = typing.get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
+            ret = typing.get_type_hints(fn, include_extras=True).get("return", _EMPTY)
         except Exception:
-            ret = inspect.Signature.empty
+            ret = _EMPTY
         raw = ret
         if get_origin(ret) is Annotated:
             ret = get_args(ret)[0]
-        if ret is inspect.Signature.empty or ret is Any or ret is None or ret is type(None):
+        if ret is _EMPTY or ret is Any or ret is None or ret is type(None):
             return
         if ret is str or _is_content_type(ret):
             return
