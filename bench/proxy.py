@@ -9,7 +9,9 @@ Two cells, one interleaved run (every round measures every side of both cells, a
 order of the sides alternates round by round, so drift hits all of them alike):
 
 - ``http->http``: the backend is bench/servers/echo_mcpkit.py over Streamable HTTP;
-  ``direct`` calls it, ``mcpkit`` and ``fastmcp`` call a proxy (HTTP) in front of it;
+  ``direct`` calls it (wrk), ``backend`` is the backend round trip as a bare Python peer makes
+  it (see below), ``client`` the mcpkit Client's own sequential round trip to it (information:
+  what the client library costs), ``mcpkit`` and ``fastmcp`` call a proxy (HTTP) in front of it;
 - ``stdio->http``: the backend is echo_mcpkit.py over stdio; ``direct`` calls an
   echo_mcpkit.py HTTP server (the front's transport, no proxy), ``backend`` the stdio server
   itself (the backend round trip), ``mcpkit`` and ``fastmcp`` an HTTP proxy spawning it.
@@ -23,8 +25,10 @@ Python first, then wrk sends ``tools/call`` in that session (``Mcp-Session-Id``,
 ``MCP-Protocol-Version``).
 
 - latency: the median (p50) of one wrk connection's sequential calls for
-  ``--latency-seconds``; the ``backend`` side's round trip is one line written to the stdio
-  server's stdin and its answer read back, ``--calls`` times (no client library);
+  ``--latency-seconds``; the ``backend`` side's round trip is, for stdio, one line written to
+  the stdio server's stdin and its answer read back, and for HTTP, one POST of the bytes wrk
+  sends written on a plain blocking keep-alive socket and its answer read to its
+  Content-Length: the median of ``--calls`` sequential calls (no client library);
 - throughput: calls/s of ``--connections`` wrk connections for ``--seconds``;
 - CPU per call: the front process's utime+stime (/proc/PID/stat) over the throughput run,
   per call (the proxy's own, without its backend); and the backend's (the HTTP backend
@@ -33,7 +37,8 @@ Python first, then wrk sends ``tools/call`` in that session (``Mcp-Session-Id``,
 Reported: medians over rounds, and the median of the per-round ratios. FastMCP
 (``fastmcp==4.2.3``) is installed into bench/.venv-fastmcp on first use. ``--save`` writes the
 table to bench/results/proxy-<date>.md (and the numbers to .json beside it). Target: the proxy
-adds at most one backend round trip plus 20% of a direct call, and serves at least 3x
+adds at most one backend round trip (the ``backend`` side, in both cells) plus 20% of a direct
+call (wrk's ``direct`` latency), and serves at least 3x
 FastMCP's proxy throughput.
 """
 
@@ -244,12 +249,88 @@ def stdio_round_trip(calls: int) -> float:
         proc.wait(10)
 
 
+def http_request_bytes(url: str, era: str, session: str | None) -> bytes:
+    """The POST wrk's bench/wrk/mcp.lua sends for ``tools/call echo`` in ``era``."""
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    if era == MODERN:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": ECHO_TEXT}, "_meta": META}}, separators=(",", ":"))
+        extra = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n"
+    else:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"text": ECHO_TEXT}}}, separators=(",", ":"))
+        extra = f"MCP-Protocol-Version: {LEGACY}\r\nMcp-Session-Id: {session}\r\n"
+    return (f"POST {where.path} HTTP/1.1\r\nHost: {where.netloc}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+            f"{body}").encode()
+
+
+def http_round_trip(front: Front, era: str, calls: int) -> float:
+    """The HTTP backend's round trip as a bare Python peer makes it: the request wrk sends,
+    written on one plain blocking keep-alive socket, the answer read to its Content-Length
+    (the median of ``calls`` sequential calls, after a warm-up), in ms."""
+    import socket
+    from urllib.parse import urlsplit
+
+    session = front.wrk_args(era)[1] if era == LEGACY else None
+    request = http_request_bytes(front.url, era, session)
+    where = urlsplit(front.url)
+    times = []
+    with socket.create_connection((where.hostname, where.port or 80)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(calls + 20):
+            t0 = time.perf_counter()
+            sock.sendall(request)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                got = sock.recv(65536)
+                if not got:
+                    raise SystemExit("the HTTP backend closed the connection")
+                buf += got
+            head, _, body = buf.partition(b"\r\n\r\n")
+            m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            if not m:
+                raise SystemExit(f"the HTTP backend answered without Content-Length: {head[:300]!r}")
+            while len(body) < int(m.group(1)):
+                got = sock.recv(65536)
+                if not got:
+                    raise SystemExit("the HTTP backend closed the connection mid-body")
+                body += got
+            if i >= 20:
+                times.append(time.perf_counter() - t0)
+            if not head.startswith(b"HTTP/1.1 200") or ECHO_TEXT.encode() not in body:
+                raise SystemExit(f"the HTTP backend answered {head[:100]!r} {body[:300]!r}")
+    return statistics.median(times) * 1000.0
+
+
+def client_round_trip(url: str, era: str, calls: int) -> float:
+    """The mcpkit Client's own sequential ``tools/call echo`` round trip to ``url`` in ``era``
+    (the median of ``calls``, after a warm-up), in ms: what the client library costs."""
+    import asyncio
+
+    from mcpkit.client import Client
+
+    async def run() -> float:
+        times = []
+        async with Client(url, mode="modern" if era == MODERN else "legacy") as client:
+            for i in range(calls + 20):
+                t0 = time.perf_counter()
+                await client.call_tool("echo", {"text": ECHO_TEXT})
+                if i >= 20:
+                    times.append(time.perf_counter() - t0)
+        return statistics.median(times) * 1000.0
+
+    return asyncio.run(run())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=2, help="each throughput run (wrk)")
     ap.add_argument("--latency-seconds", type=int, default=1, help="each latency run (wrk, one connection)")
-    ap.add_argument("--calls", type=int, default=200, help="sequential calls of the stdio backend round trip")
+    ap.add_argument("--calls", type=int, default=200, help="sequential calls of a backend round trip (stdio, HTTP) and of the Client's")
     ap.add_argument("--connections", "--concurrency", type=int, default=8)
     ap.add_argument("--era", choices=(MODERN, LEGACY, "both"), default="both")
     ap.add_argument("--no-install", action="store_true")
@@ -271,7 +352,8 @@ def main() -> int:
         proxy = [PY, "-m", "mcpkit", "proxy", "--http", "--port", "{port}"]
         fastmcp = [fastmcp_py, str(FASTMCP_PROXY), "{port}"]
         cells: dict[str, dict[str, Front | None]] = {
-            "http->http": {"direct": back, "mcpkit": Front([*proxy, back.url], procs),
+            "http->http": {"direct": back, "backend": None, "client": None,  # bare-socket and Client round trips
+                           "mcpkit": Front([*proxy, back.url], procs),
                            "fastmcp": Front([*fastmcp, back.url], procs) if fastmcp_py else None},
             "stdio->http": {"direct": back, "backend": None,  # the front's transport, no proxy; the round trip
                             "mcpkit": Front([*proxy, "--", *stdio_backend], procs),
@@ -295,6 +377,11 @@ def main() -> int:
                 for side in order:
                     front = sides[side]
                     for era in eras:
+                        if front is None and cell == "http->http":
+                            rt = http_round_trip(back, era, args.calls) if side == "backend" else \
+                                client_round_trip(back.url, era, args.calls)
+                            samples.setdefault((cell, side, era), []).append({"latency_ms": rt})
+                            continue
                         if front is None:
                             if era == MODERN or len(eras) == 1:
                                 samples.setdefault((cell, side, MODERN), []).append(
@@ -343,8 +430,9 @@ def report(samples: dict[tuple[str, str, str], list[dict[str, float]]], args: ar
         return format(med(values), spec) if values else "-"
 
     lines = [f"{args.rounds} interleaved rounds; load from wrk (bench/wrk/mcp.lua); latency: p50 of one connection's "
-             f"sequential calls for {args.latency_seconds:g} s (the stdio backend: median of {args.calls} "
-             f"line round trips); throughput: {args.connections} connections for {args.seconds:g} s; CPU: "
+             f"sequential calls for {args.latency_seconds:g} s (backend, the backend round trip: median of "
+             f"{args.calls} sequential calls by a bare Python peer, a line written and read for stdio, the request "
+             f"wrk sends on a plain keep-alive socket for HTTP; client: the same by the mcpkit Client); throughput: {args.connections} connections for {args.seconds:g} s; CPU: "
              "utime+stime per call of the process wrk calls (front) and of its backend, over the throughput run",
              " (calls/s counts only the calls answered right; errors: wrk's failed or wrong answers, all rounds)",
              "", "| cell | side | era | latency ms | calls/s | front CPU µs/call | backend CPU µs/call | errors |",
@@ -359,7 +447,7 @@ def report(samples: dict[tuple[str, str, str], list[dict[str, float]]], args: ar
     for era in eras:
         for cell in ("http->http", "stdio->http"):
             direct = col((cell, "direct", era), "latency_ms")
-            backend = col((cell, "backend", MODERN), "latency_ms") if cell == "stdio->http" else direct
+            backend = col((cell, "backend", MODERN if cell == "stdio->http" else era), "latency_ms")
             added = [m - d for m, d in zip(col((cell, "mcpkit", era), "latency_ms"), direct, strict=True)]
             budget = [b + 0.2 * d for b, d in zip(backend, direct, strict=True)]
             fast = bool(col((cell, "fastmcp", era), "latency_ms"))  # absent with --no-fastmcp
@@ -368,6 +456,11 @@ def report(samples: dict[tuple[str, str, str], list[dict[str, float]]], args: ar
                                            col((cell, "fastmcp", era), "calls_per_s"), strict=fast)]
             cpu = [f / m for m, f in zip(col((cell, "mcpkit", era), "cpu_us"), col((cell, "fastmcp", era), "cpu_us"),
                                          strict=fast)]
+            client_rt = col((cell, "client", era), "latency_ms")
+            if client_rt:
+                lines.append(f"- {cell} ({era}): one backend round trip (bare Python peer, plain socket) "
+                             f"{med(backend):.2f} ms; a direct call (wrk) {med(direct):.2f} ms; the mcpkit Client's own "
+                             f"sequential round trip to the backend {med(client_rt):.2f} ms (information)")
             httpx_added = [m - d for m, d in zip(col((cell, "mcpkit-httpx", era), "latency_ms"), direct, strict=False)]
             if httpx_added:
                 lines.append(f"- {cell} ({era}): with its backend client on httpx's default transport "
