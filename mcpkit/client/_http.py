@@ -107,6 +107,9 @@ class HttpTransport(ClientTransport):
         self._client: httpx.AsyncClient | None = http_client
         self._owns_client = http_client is None
         self._verify = verify
+        #: The lean transport of the transport's own client (None: given a client, or httpx's transport).
+        self._wire: Any = None
+        self._lean: Any = None  # a _lean.LeanPost for self.url, made on first use
         #: tool name -> its x-mcp-header annotations, from the latest tools/list.
         self.tool_annotations: dict[str, dict[str, tuple[str, ...]]] = {}
 
@@ -115,7 +118,7 @@ class HttpTransport(ClientTransport):
         if self._client is None:
             from . import _wire
 
-            self._client = _wire.client(self.url, self._verify)
+            self._client, self._wire = _wire.client_and_wire(self.url, self._verify)
 
     async def _pool(self) -> httpx.AsyncClient:
         await self.start()
@@ -126,6 +129,7 @@ class HttpTransport(ClientTransport):
         if self._client is not None and self._owns_client:
             await self._client.aclose()
             self._client = None
+            self._wire = self._lean = None
 
     def for_era(self, era: Era) -> ClientTransport:
         cls = LegacyHttpTransport if era == "legacy" else HttpTransport
@@ -138,6 +142,7 @@ class HttpTransport(ClientTransport):
         new.on_request = self.on_request
         if self._client is not None:  # hand the open pool over
             new._client, new._owns_client = self._client, self._owns_client
+            new._wire = self._wire
             self._owns_client = False
         return new
 
@@ -208,33 +213,76 @@ class HttpTransport(ClientTransport):
             hdrs.update(headers)
         body = codec.encode_request(id, method, params)
         try:
+            if self._wire is not None:
+                answer = await self._request_lean(client, id, hdrs, body, on_note)
+                if answer is not None:
+                    return answer
             built = client.build_request("POST", self.url, content=body, headers=hdrs)
             credentials = self._credentials(client, built)
             resp = await self._send_following(client, built)
             if isinstance(resp, Response):  # a redirect not followed
                 return resp
-            try:  # leaving early (a limit, a cancel) closes the connection: nothing half-read is reused
-                if resp.headers.get("content-type", "").startswith("text/event-stream"):
-                    msg = await self._read_sse(resp, id, on_note)
-                    return Response(msg, resp.status_code, resp.headers, credentials=credentials)
-                data = await _limits.read_body(resp, self.max_response_bytes, self.url)
-                answer = _response(resp.status_code, resp.headers, data)
-                answer.credentials = credentials
-                return answer
-            finally:
-                await resp.aclose()
+            return await self._answer(resp, id, on_note, credentials)
         except httpx.HTTPError as exc:
             raise TransportError(connection_failure(self.url, exc)) from None
 
-    async def _send_following(self, client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response | Response:
+    async def _answer(self, resp: httpx.Response, id: codec.RequestId, on_note: OnNote | None,
+                      credentials: str | None) -> Response:
+        try:  # leaving early (a limit, a cancel) closes the connection: nothing half-read is reused
+            if resp.headers.get("content-type", "").startswith("text/event-stream"):
+                msg = await self._read_sse(resp, id, on_note)
+                return Response(msg, resp.status_code, resp.headers, credentials=credentials)
+            data = await _limits.read_body(resp, self.max_response_bytes, self.url)
+            answer = _response(resp.status_code, resp.headers, data)
+            answer.credentials = credentials
+            return answer
+        finally:
+            await resp.aclose()
+
+    async def _request_lean(self, client: httpx.AsyncClient, id: codec.RequestId, hdrs: dict[str, str], body: bytes,
+                            on_note: OnNote | None) -> Response | None:
+        """The POST on the lean path (see ``_lean``); None when it must go the usual way (then
+        nothing was sent, or a redirect was dropped unread)."""
+        from . import _lean
+
+        lean = self._lean
+        if lean is None or lean.url != self.url:
+            lean = self._lean = _lean.lean_post(self.url, client, self._wire)
+        if lean is None or not lean.applies(self.url):
+            return None
+        head = lean.head(hdrs, len(body))
+        if head is None:
+            return None
+        credentials = partition(hdrs.items())
+        conn, ex = await lean.send(head, body)
+        headers = _lean.WireHeaders(ex.headers)
+        if lean.plain(ex, headers):
+            data = await lean.read(conn, ex, headers, self.max_response_bytes)
+            answer = _response(ex.status, headers, data)
+            answer.credentials = credentials
+            return answer
+        resp = lean.wrap(conn, ex)
+        lean.keep_cookies(resp)
+        if resp.status_code in (301, 302, 303, 307, 308) and "location" in resp.headers:
+            built = client.build_request("POST", self.url, content=body, headers=hdrs)
+            followed = await self._send_following(client, built, resp)  # by the usual rules
+            if isinstance(followed, Response):
+                return followed
+            resp = followed
+        return await self._answer(resp, id, on_note, credentials)
+
+    async def _send_following(self, client: httpx.AsyncClient, request: httpx.Request,
+                              first: httpx.Response | None = None) -> httpx.Response | Response:
         """Send ``request``, following the redirects that are safe to follow: 307 and 308 (the
         method and body are kept) to the same origin, at most :data:`MAX_REDIRECTS` times.
         The endpoint then is the new URL for the later requests too. Any other redirect is an
         answer without a message (an HttpStatusError for the caller, never retried) saying
         where it pointed: a cross-origin one is never followed (the request's credentials
-        would go to another server), nor one that turns the POST into a GET (301, 302, 303)."""
+        would go to another server), nor one that turns the POST into a GET (301, 302, 303).
+        ``first``: the answer to ``request`` when it was already sent (the lean path)."""
         for _hop in range(MAX_REDIRECTS + 1):
-            resp = await client.send(request, stream=True)
+            resp = first if first is not None else await client.send(request, stream=True)
+            first = None
             if resp.status_code not in (301, 302, 303, 307, 308) or "location" not in resp.headers:
                 return resp
             await resp.aclose()

@@ -62,10 +62,17 @@ def wanted(url: str) -> bool:
 
 def client(url: str, verify: Any = True, timeout: httpx.Timeout | None = None) -> httpx.AsyncClient:
     """The client's own ``httpx.AsyncClient`` for ``url`` (see the module's docstring)."""
+    return client_and_wire(url, verify, timeout)[0]
+
+
+def client_and_wire(url: str, verify: Any = True,
+                    timeout: httpx.Timeout | None = None) -> tuple[httpx.AsyncClient, WireTransport | None]:
+    """:func:`client`, and its lean transport (None when it has httpx's default one)."""
     timeout = timeout if timeout is not None else httpx.Timeout(None, connect=10.0)
     if not wanted(url):
-        return httpx.AsyncClient(timeout=timeout, verify=verify)
-    return httpx.AsyncClient(timeout=timeout, verify=verify, transport=WireTransport(verify=verify))
+        return httpx.AsyncClient(timeout=timeout, verify=verify), None
+    wire = WireTransport(verify=verify)
+    return httpx.AsyncClient(timeout=timeout, verify=verify, transport=wire), wire
 
 
 class _Exchange:
@@ -441,10 +448,7 @@ class WireTransport(httpx.AsyncBaseTransport):
         if url.scheme != "http" or request.method == "HEAD":
             return await self._fallback().handle_async_request(request)
         timeouts = request.extensions.get("timeout") or {}
-        key = (url.raw_host.decode("ascii"), url.port or 80)
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = self._pools[key] = _Pool(*key)
+        pool = self.pool(url.raw_host.decode("ascii"), url.port or 80)
         conn = await pool.acquire(timeouts.get("connect"), timeouts.get("pool"))
         read_timeout = timeouts.get("read")
         try:
@@ -463,6 +467,13 @@ class WireTransport(httpx.AsyncBaseTransport):
             raise
         return httpx.Response(ex.status, headers=ex.headers, stream=_Body(conn, read_timeout),
                               extensions={"http_version": ex.version, "reason_phrase": ex.reason})
+
+    def pool(self, host: str, port: int) -> _Pool:
+        """The keep-alive pool of ``http://host:port``."""
+        pool = self._pools.get((host, port))
+        if pool is None:
+            pool = self._pools[(host, port)] = _Pool(host, port)
+        return pool
 
     async def aclose(self) -> None:
         for pool in self._pools.values():

@@ -1,0 +1,199 @@
+"""The lean request path of the client's HTTP transport: a POST written straight on a pooled
+connection of the lean HTTP/1.1 transport (:mod:`._wire`), its answer read there, without
+building ``httpx.Request``/``httpx.Response`` objects or going through httpx's client layer.
+
+It applies only where it changes nothing but the cost: the transport's own ``httpx`` client on
+the lean transport (plain ``http``, httptools present, no proxy from the environment, not
+``MCPKIT_HTTP_TRANSPORT=httpx``), an empty cookie jar, and header values that are plain
+printable ASCII. It sends the headers httpx would (its default ``User-Agent``,
+``Accept-Encoding``, ``Connection``, and ``Host``, ``Content-Length``). The common answer, a
+JSON body without a content encoding, is read here (to its end, within ``max_response_bytes``);
+any other answer (an event stream, a compressed body, cookies to keep) is wrapped as an
+``httpx.Response`` on the same connection and handled the usual way; a redirect is dropped and
+the request is sent again the usual way, which follows it by the usual rules. Failures are
+httpx's exceptions, as on the usual path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+import httpx
+
+from . import _limits, _wire
+
+if TYPE_CHECKING:
+    from ._wire import _Connection, _Exchange
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: Headers the lean path writes itself (given ones go the usual way).
+_OWN = frozenset({"host", "content-length", "transfer-encoding"})
+
+
+class WireHeaders(Mapping[str, str]):
+    """An answer's headers as received: a case-insensitive mapping (the first value of a
+    repeated header, as ``get_list`` gives every one), like ``httpx.Headers`` for reading."""
+
+    __slots__ = ("raw", "_first")
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self.raw = raw
+        first: dict[str, str] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            if key in first:
+                first[key] = first[key] + ", " + value.decode("latin-1")
+            else:
+                first[key] = value.decode("latin-1")
+        self._first = first
+
+    def __getitem__(self, key: str) -> str:
+        return self._first[key.lower()]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key.lower() in self._first
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return self._first.get(key.lower(), default)
+
+    def get_list(self, key: str) -> list[str]:
+        low = key.lower().encode("latin-1")
+        return [v.decode("latin-1") for n, v in self.raw if n.lower() == low]
+
+    def multi_items(self) -> list[tuple[str, str]]:
+        return [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in self.raw]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def __repr__(self) -> str:
+        return f"WireHeaders({self.multi_items()!r})"
+
+
+#: Printable ASCII and tab: a header value written as is (anything else goes the usual way).
+_SAFE = re.compile(r"[\t\x20-\x7e]*")
+#: A header name: an HTTP token.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+class LeanPost:
+    """POSTs to one URL on ``wire``'s pool, with ``client``'s defaults and timeouts."""
+
+    def __init__(self, url: str, client: httpx.AsyncClient, wire: _wire.WireTransport) -> None:
+        where = httpx.URL(url)
+        self.url = url
+        self.client = client
+        self.ok = where.scheme == "http"
+        self.pool = wire.pool(where.raw_host.decode("ascii"), where.port or 80)
+        self.target = where.raw_path
+        defaults = {k.lower(): v for k, v in client.headers.items()}
+        defaults.pop("accept", None)  # the transport's own Accept is always given
+        self.host = where.netloc.decode("ascii")
+        self.defaults = defaults
+        timeout = client.timeout
+        self.connect_timeout, self.read_timeout = timeout.connect, timeout.read
+        self.write_timeout, self.pool_timeout = timeout.write, timeout.pool
+
+    def applies(self, url: str) -> bool:
+        return self.ok and url == self.url and not self.client.cookies
+
+    def head(self, headers: Mapping[str, str], length: int) -> bytes | None:
+        """The request's head, or None when a header must go the usual way."""
+        given = {k.lower() for k in headers}
+        parts = [b"POST ", self.target, b" HTTP/1.1\r\nHost: ", self.host.encode(), b"\r\n"]
+        for name, value in self.defaults.items():
+            if name not in given:
+                parts += (name.encode(), b": ", value.encode(), b"\r\n")
+        for name, value in headers.items():
+            if not (_TOKEN.fullmatch(name) and _SAFE.fullmatch(value)) or name.lower() in _OWN:
+                return None
+            parts += (name.encode(), b": ", value.encode(), b"\r\n")
+        parts += (b"Content-Length: ", str(length).encode(), b"\r\n\r\n")
+        return b"".join(parts)
+
+    async def send(self, head: bytes, body: bytes) -> tuple[_Connection, _Exchange]:
+        """Write the request on a pooled connection; back when the answer's head is in."""
+        pool = self.pool
+        conn = await pool.acquire(self.connect_timeout, self.pool_timeout)
+        try:
+            assert conn.transport is not None
+            conn.exchange = ex = _wire._Exchange()
+            conn.transport.write(head + body)
+            await conn._drained(self.write_timeout)
+            while not ex.head:
+                if ex.error is not None:
+                    raise ex.error
+                await conn.wait(self.read_timeout)
+        except BaseException as exc:
+            conn.close()
+            pool.done_with(conn)
+            if isinstance(exc, OSError):
+                raise httpx.WriteError(str(exc)) from None
+            raise
+        return conn, ex
+
+    @staticmethod
+    def plain(ex: _Exchange, headers: WireHeaders) -> bool:
+        """Whether the answer is read here: not a redirect, no content encoding, no cookies."""
+        if ex.status in _REDIRECTS and "location" in headers:
+            return False
+        return (headers.get("content-encoding") or "").strip().lower() in ("", "identity") \
+            and "set-cookie" not in headers and not (headers.get("content-type") or "").startswith("text/event-stream")
+
+    @staticmethod
+    def wrap(conn: _Connection, ex: _Exchange) -> httpx.Response:
+        """The answer as an ``httpx.Response`` streaming from the connection (closing it hands
+        the connection back, or closes it), as the lean transport gives it to httpx."""
+        return httpx.Response(ex.status, headers=ex.headers, stream=_wire._Body(conn, None),
+                              extensions={"http_version": ex.version, "reason_phrase": ex.reason})
+
+    def keep_cookies(self, resp: httpx.Response) -> None:
+        """Cookies an answer sets go into the client's jar (later requests then go the usual way)."""
+        if "set-cookie" in resp.headers:
+            resp.request = httpx.Request("POST", self.url)
+            self.client.cookies.extract_cookies(resp)
+
+    async def read(self, conn: _Connection, ex: _Exchange, headers: WireHeaders, limit: int) -> bytes:
+        """The whole body, within ``limit`` bytes (Content-Length first); the connection goes back
+        to the pool when the answer was read to its end, else it is closed."""
+        done = False
+        try:
+            declared = headers.get("content-length", "")
+            if declared and declared.isdigit() and int(declared) > limit:
+                raise _limits.too_large("the HTTP response", self.url, limit)
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                data = conn.take()
+                if data is not None:
+                    size += len(data)
+                    if size > limit:
+                        raise _limits.too_large("the HTTP response", self.url, limit)
+                    chunks.append(data)
+                    continue
+                if ex.error is not None:
+                    raise ex.error
+                if ex.done:
+                    break
+                await conn.wait(self.read_timeout)
+            done = True
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        finally:
+            if done and conn.reusable and not conn.closed:
+                conn.exchange = None
+                conn.pool.put_back(conn)
+            else:
+                conn.close()
+                conn.pool.done_with(conn)
+
+
+def lean_post(url: str, client: httpx.AsyncClient, wire: _wire.WireTransport | None) -> LeanPost | None:
+    """A :class:`LeanPost` for ``url``, or None when the lean path cannot apply."""
+    if wire is None or httpx.URL(url).scheme != "http":
+        return None
+    return LeanPost(url, client, wire)
