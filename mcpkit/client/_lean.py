@@ -93,8 +93,10 @@ class LeanPost:
         self.target = where.raw_path
         defaults = {k.lower(): v for k, v in client.headers.items()}
         defaults.pop("accept", None)  # the transport's own Accept is always given
-        self.host = where.netloc.decode("ascii")
         self.defaults = defaults
+        #: The request line and Host; the client's default headers (none of them given).
+        self.start = b"POST %b HTTP/1.1\r\nHost: %b\r\n" % (self.target, where.netloc)
+        self.default_lines = b"".join(b"%b: %b\r\n" % (n.encode(), v.encode()) for n, v in defaults.items())
         timeout = client.timeout
         self.connect_timeout, self.read_timeout = timeout.connect, timeout.read
         self.write_timeout, self.pool_timeout = timeout.write, timeout.pool
@@ -104,15 +106,18 @@ class LeanPost:
 
     def head(self, headers: Mapping[str, str], length: int) -> bytes | None:
         """The request's head, or None when a header must go the usual way."""
-        given = {k.lower() for k in headers}
-        parts = [b"POST ", self.target, b" HTTP/1.1\r\nHost: ", self.host.encode(), b"\r\n"]
-        for name, value in self.defaults.items():
-            if name not in given:
-                parts += (name.encode(), b": ", value.encode(), b"\r\n")
+        parts = [self.start]
+        given = [k.lower() for k in headers]
+        if any(k in self.defaults for k in given):
+            parts += (b"%b: %b\r\n" % (n.encode(), v.encode()) for n, v in self.defaults.items() if n not in given)
+        else:
+            parts.append(self.default_lines)
         for name, value in headers.items():
-            if not (_TOKEN.fullmatch(name) and _SAFE.fullmatch(value)) or name.lower() in _OWN:
+            if not (_TOKEN.fullmatch(name) and _SAFE.fullmatch(value)):
                 return None
             parts += (name.encode(), b": ", value.encode(), b"\r\n")
+        if not _OWN.isdisjoint(given):
+            return None
         parts += (b"Content-Length: ", str(length).encode(), b"\r\n\r\n")
         return b"".join(parts)
 
