@@ -110,7 +110,18 @@ def test_http_connection_failures_of_safe_requests_are_retried(caplog: Any) -> N
                         raise httpx.ConnectError("connection refused", request=request)
                     return await real(self, request, **kw)
 
+                async def flaky_lean(self: Any, head: bytes, body: bytes) -> Any:  # the lean request path's send
+                    nonlocal calls
+                    calls += 1
+                    if calls <= 2:
+                        raise httpx.ConnectError("connection refused")
+                    return await real_lean(self, head, body)
+
+                from mcpkit.client import _lean
+
+                real_lean = _lean.LeanPost.send
                 httpx.AsyncClient.send = flaky  # type: ignore[method-assign]
+                _lean.LeanPost.send = flaky_lean  # type: ignore[method-assign]
                 try:
                     await c.discover(cache="bypass") if _has_cache_kw() else await c.discover()
                     assert calls == 3
@@ -120,6 +131,7 @@ def test_http_connection_failures_of_safe_requests_are_retried(caplog: Any) -> N
                     assert calls == 1
                 finally:
                     httpx.AsyncClient.send = real  # type: ignore[method-assign]
+                    _lean.LeanPost.send = real_lean  # type: ignore[method-assign]
 
         with caplog.at_level(logging.INFO, logger="mcpkit.client"):
             run(go())
