@@ -125,22 +125,13 @@ class LeanPost:
         """Write the request on a pooled connection; back when the answer's head is in."""
         pool = self.pool
         conn = await pool.acquire(self.connect_timeout, self.pool_timeout)
-        try:
-            assert conn.transport is not None
-            conn.exchange = ex = _wire._Exchange()
-            conn.transport.write(head + body)
-            await conn._drained(self.write_timeout)
-            while not ex.head:
-                if ex.error is not None:
-                    raise ex.error
-                await conn.wait(self.read_timeout)
-        except BaseException as exc:
-            conn.close()
-            pool.done_with(conn)
-            if isinstance(exc, OSError):
-                raise httpx.WriteError(str(exc)) from None
-            raise
-        return conn, ex
+        return conn, await _wire.answer_head(pool, conn, self._write(conn, head + body), self.read_timeout)
+
+    async def _write(self, conn: _Connection, data: bytes) -> None:
+        assert conn.transport is not None
+        conn.exchange = _wire._Exchange()
+        conn.transport.write(data)
+        await conn._drained(self.write_timeout)
 
     @staticmethod
     def plain(ex: _Exchange, headers: WireHeaders) -> bool:

@@ -21,7 +21,7 @@ import asyncio
 import os
 import urllib.request
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import httpx
@@ -299,6 +299,27 @@ class _Connection(asyncio.Protocol):
         return data
 
 
+async def answer_head(pool: _Pool, conn: _Connection, send: Coroutine[Any, Any, None],
+                      read_timeout: float | None) -> _Exchange:
+    """Await ``send`` (it writes a request on ``conn``), then the head of its answer: the
+    exchange. On any failure ``conn`` is closed and left (an OSError becomes httpx's WriteError)."""
+    try:
+        await send
+        ex = conn.exchange
+        assert ex is not None
+        while not ex.head:
+            if ex.error is not None:
+                raise ex.error
+            await conn.wait(read_timeout)
+    except BaseException as exc:
+        conn.close()
+        pool.done_with(conn)
+        if isinstance(exc, OSError):
+            raise httpx.WriteError(str(exc)) from None
+        raise
+    return ex
+
+
 class _Body(httpx.AsyncByteStream):
     """A response body as it arrives; closing it hands the connection back (when the answer
     was read to its end and the server keeps the connection alive) or closes it."""
@@ -451,20 +472,7 @@ class WireTransport(httpx.AsyncBaseTransport):
         pool = self.pool(url.raw_host.decode("ascii"), url.port or 80)
         conn = await pool.acquire(timeouts.get("connect"), timeouts.get("pool"))
         read_timeout = timeouts.get("read")
-        try:
-            await conn.send(request, timeouts.get("write"))
-            ex = conn.exchange
-            assert ex is not None
-            while not ex.head:
-                if ex.error is not None:
-                    raise ex.error
-                await conn.wait(read_timeout)
-        except BaseException as exc:
-            conn.close()
-            pool.done_with(conn)
-            if isinstance(exc, OSError):
-                raise httpx.WriteError(str(exc)) from None
-            raise
+        ex = await answer_head(pool, conn, conn.send(request, timeouts.get("write")), read_timeout)
         return httpx.Response(ex.status, headers=ex.headers, stream=_Body(conn, read_timeout),
                               extensions={"http_version": ex.version, "reason_phrase": ex.reason})
 
