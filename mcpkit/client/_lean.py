@@ -164,19 +164,11 @@ class LeanPost:
                 raise _limits.too_large("the HTTP response", self.url, limit)
             chunks: list[bytes] = []
             size = 0
-            while True:
-                data = conn.take()
-                if data is not None:
-                    size += len(data)
-                    if size > limit:
-                        raise _limits.too_large("the HTTP response", self.url, limit)
-                    chunks.append(data)
-                    continue
-                if ex.error is not None:
-                    raise ex.error
-                if ex.done:
-                    break
-                await conn.wait(self.read_timeout)
+            async for data in _wire.body_chunks(conn, self.read_timeout):
+                size += len(data)
+                if size > limit:
+                    raise _limits.too_large("the HTTP response", self.url, limit)
+                chunks.append(data)
             done = True
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         finally:

@@ -320,6 +320,22 @@ async def answer_head(pool: _Pool, conn: _Connection, send: Coroutine[Any, Any, 
     return ex
 
 
+async def body_chunks(conn: _Connection, read_timeout: float | None) -> AsyncIterator[bytes]:
+    """The body of the answer on ``conn``, chunk by chunk as it arrives, to its end."""
+    ex = conn.exchange
+    assert ex is not None
+    while True:
+        data = conn.take()
+        if data is not None:
+            yield data
+            continue
+        if ex.error is not None:
+            raise ex.error
+        if ex.done:
+            return
+        await conn.wait(read_timeout)
+
+
 class _Body(httpx.AsyncByteStream):
     """A response body as it arrives; closing it hands the connection back (when the answer
     was read to its end and the server keeps the connection alive) or closes it."""
@@ -330,19 +346,8 @@ class _Body(httpx.AsyncByteStream):
         self.released = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        conn = self.conn
-        ex = conn.exchange
-        assert ex is not None
-        while True:
-            data = conn.take()
-            if data is not None:
-                yield data
-                continue
-            if ex.error is not None:
-                raise ex.error
-            if ex.done:
-                break
-            await conn.wait(self.read_timeout)
+        async for data in body_chunks(self.conn, self.read_timeout):
+            yield data
         self._release()
 
     def _release(self) -> None:
