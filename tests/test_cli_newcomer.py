@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,12 @@ from tests.helpers.paths import DEMO, ROOT, subprocess_env
 from tests.helpers.servers import free_port, mcpkit_serve_argv, running_server
 
 
-def on_a_terminal(argv: list[str], *, wait_for: str | None = None, then: str | int | None = None,
+def on_a_terminal(argv: list[str], *, wait_for: str | None = None,
+                  then: str | int | Callable[[subprocess.Popen[str]], None] | None = None,
                   timeout: float = 30, cwd: Path = ROOT) -> tuple[int, str, str, float]:
     """``mcpkit ARGV`` with stdin and stderr on a pseudo-terminal. With ``wait_for``, once that
-    text is on the terminal ``then`` is typed (a str) or sent as a signal (an int).
+    text is on the terminal ``then`` is typed (a str), sent as a signal (an int) or called
+    with the process.
     (status, stdout, terminal text, seconds from ``then`` (or the start) to the exit)."""
     master, slave = os.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "mcpkit", *argv], stdin=slave, stderr=slave,
@@ -43,6 +46,8 @@ def on_a_terminal(argv: list[str], *, wait_for: str | None = None, then: str | i
                 os.write(master, then.encode())
             elif isinstance(then, int):
                 proc.send_signal(then)
+            elif then is not None:
+                then(proc)
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -357,12 +362,38 @@ def test_a_file_target_works_next_to_a_folder_named_mcpkit(tmp_path):
 def test_ctrl_c_at_an_elicitation_prompt_stops_at_once():
     from tests.helpers.paths import TASKS_SERVER
 
-    code, out, term, elapsed = on_a_terminal(["call", "ask_name", str(TASKS_SERVER)], wait_for="name",
+    code, out, term, elapsed = on_a_terminal(["call", "ask_name", str(TASKS_SERVER)], wait_for="(string)",
                                              then=signal.SIGINT)
     assert code == 130, term
     assert "mcpkit call: interrupted" in term
     assert out == ""
     assert elapsed < 3, elapsed  # not "until Enter is pressed"
+
+
+def _sigint_to_another_thread(proc: subprocess.Popen[str]) -> None:
+    """SIGINT aimed at one of the process's threads that is not the main one: what the kernel
+    may do with a Ctrl-C (asyncio's child watcher keeps a thread per server process)."""
+    import ctypes
+
+    others = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+    if not others:
+        pytest.skip("the CLI runs no second thread here")
+    tgkill = ctypes.CDLL(None, use_errno=True).tgkill
+    assert tgkill(proc.pid, others[0], signal.SIGINT) == 0, ctypes.get_errno()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tgkill and /proc are Linux's")
+def test_ctrl_c_that_lands_on_another_thread_still_stops_at_once():
+    """The signal's handler runs on the main thread, which sits in the selector waiting for the
+    answer: only a wakeup fd gets it out (without one this hung until Enter was pressed)."""
+    from tests.helpers.paths import TASKS_SERVER
+
+    code, out, term, elapsed = on_a_terminal(["call", "ask_name", str(TASKS_SERVER)], wait_for="(string)",
+                                             then=_sigint_to_another_thread, timeout=15)
+    assert code == 130, term
+    assert "mcpkit call: interrupted" in term
+    assert out == ""
+    assert elapsed < 3, elapsed
 
 
 def test_answers_typed_at_the_terminal_still_arrive():

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -129,3 +134,74 @@ def test_mounts_share_one_loop_and_the_host_is_served_on_it() -> None:
     finally:
         every.close()
     assert every.bridge is None
+
+
+# ---------------------------------------------------------------- `mcpkit proxy` on stdio stops on a signal
+def _stdio_proxy() -> subprocess.Popen[bytes]:
+    from tests.helpers.paths import DEMO, ROOT, subprocess_env
+
+    return subprocess.Popen([sys.executable, "-m", "mcpkit", "proxy", "--", sys.executable, str(DEMO)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=subprocess_env())
+
+
+def _stops(proc: subprocess.Popen[bytes], sig: int, *, thread: int | None = None) -> str:
+    import ctypes
+
+    t0 = time.monotonic()
+    if thread is None:
+        proc.send_signal(sig)
+    else:
+        assert ctypes.CDLL(None, use_errno=True).tgkill(proc.pid, thread, sig) == 0
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"still serving 10 s after {signal.Signals(sig).name}")
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.close()
+    err = proc.stderr.read().decode()
+    assert proc.returncode == 0, err
+    assert time.monotonic() - t0 < 5
+    assert f"stopped ({signal.Signals(sig).name})" in err and err.count("stopped") == 1, err
+    assert "Traceback" not in err and "Exception in callback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_stdio_proxy_after_a_call(sig: int) -> None:
+    """The front runs on the backend's loop (uvloop's where installed), which runs a signal
+    handler as one of its callbacks: a stop that was not a KeyboardInterrupt was logged there
+    and the proxy went on serving."""
+    from tests.helpers.messages import line, request
+
+    proc = _stdio_proxy()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line(request(1, "tools/call", name="add", arguments={"a": 2, "b": 3})) + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 1 and "result" in answer, answer
+        _stops(proc, sig)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tgkill and /proc are Linux's")
+def test_a_signal_on_another_thread_stops_the_idle_stdio_proxy() -> None:
+    """Nothing read yet, the signal delivered to a thread that is not the main one: the main
+    thread waits on stdin, and the signal still wakes it."""
+    proc = _stdio_proxy()
+    try:
+        assert proc.stderr is not None
+        assert b"serving" in proc.stderr.readline()  # the startup line: the front is up
+        time.sleep(0.3)
+        others = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+        _stops(proc, signal.SIGTERM, thread=others[0] if others else proc.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

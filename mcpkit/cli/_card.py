@@ -10,13 +10,13 @@ and exit status 1.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..protocol import cards as C
+from ._run import run as run_loop
 from ._safe import clean
 from ._target import dump_json
 
@@ -118,7 +118,7 @@ def main(ns: argparse.Namespace, items: list[str]) -> int:
             return 2
         headers[k.strip()] = v.strip()
     try:
-        found = asyncio.run(read(items[0], timeout=ns.timeout, headers=headers))
+        found = run_loop(read(items[0], timeout=ns.timeout, headers=headers))
     except CardProblem as exc:
         sys.stderr.write(clean(f"mcpkit discover: {exc}") + "\n")
         return 1

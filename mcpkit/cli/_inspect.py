@@ -18,6 +18,7 @@ from typing import Any
 
 from . import _session
 from ._help import HelpFormatter, examples
+from ._run import run as run_loop
 from ._safe import clean
 from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
 
@@ -58,7 +59,7 @@ def main(p: argparse.ArgumentParser, ns: argparse.Namespace, _items: list[str], 
     sock.listen(128)
     sock.setblocking(False)
     try:
-        return asyncio.run(_serve(target, sock, open_browser=not ns.no_browser))
+        return run_loop(_serve(target, sock, open_browser=not ns.no_browser))
     finally:
         sock.close()
         target.close()

@@ -11,13 +11,13 @@ Nothing here prints a token or a secret.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from ._help import HelpFormatter, examples
+from ._run import run as run_loop
 
 if TYPE_CHECKING:
     from ..auth import OAuth, Registration
@@ -222,7 +222,7 @@ def run_login_command(args: argparse.Namespace) -> int:
     try:
         if args.cmd == "logout":
             return _logout(args)
-        return asyncio.run(_login(args))
+        return run_loop(_login(args))
     except CliError as exc:
         print(f"mcpkit {args.cmd}: {exc}", file=sys.stderr)
         return exc.code
@@ -244,7 +244,7 @@ def _logout(args: argparse.Namespace) -> int:
         raise CliError(f"OAuth needs the oauth extra: pip install 'mcpkit[oauth]' ({exc})") from None
     except ValueError as exc:
         raise CliError(str(exc), 2) from None
-    if asyncio.run(oauth.logout(revoke=not args.no_revoke)):
+    if run_loop(oauth.logout(revoke=not args.no_revoke)):
         print(f"Logged out of {args.url}.")
     else:
         print(f"No stored tokens for {args.url}.")

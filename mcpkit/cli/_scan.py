@@ -26,6 +26,7 @@ from typing import Any
 from . import _trust
 from ._hosts import load_json as _load_json
 from ._hosts import scan_candidates
+from ._run import run as run_loop
 from ._safe import add_raw_option, clean, set_raw
 from ._target import Target, describe_error, dump_json, errors_to_catch
 
@@ -222,7 +223,7 @@ def main(argv: list[str]) -> int:
     if not entries:
         print(f"{PROG}: no servers in {clean(', '.join(path for _h, path, _p in sources))}", file=sys.stderr)
         return 1 if ns.configs else 0
-    rows = asyncio.run(_probe_all(entries, ns))
+    rows = run_loop(_probe_all(entries, ns))
     if ns.json:
         sys.stdout.write(dump_json({"servers": rows}) + "\n")
     else:

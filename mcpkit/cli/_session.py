@@ -9,6 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ._run import run as run_loop
 from ._safe import clean, safe_logging, set_raw
 from ._target import CliError, Target, errors_to_catch, failure, kill_process, resolve_target, split_command, usage_error
 
@@ -78,7 +79,7 @@ def command(make_parser: Callable[[], argparse.ArgumentParser], *,
 
 
 def run(prog: str, target: Target, body: Body, **client_options: Any) -> int:
-    return asyncio.run(session(prog, target, body, **client_options))
+    return run_loop(session(prog, target, body, **client_options))
 
 
 async def session(prog: str, target: Target, body: Body, **client_options: Any) -> int:

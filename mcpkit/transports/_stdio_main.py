@@ -174,6 +174,11 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
             from .stdio import serve_stdio_running
 
             _run(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
+        elif runner is not None:  # a loop runs already (a proxy's): no opening, whose blocking
+            _logging_ready()       # read a signal landing on the loop's thread could not wake
+            from .stdio import serve_stdio
+
+            _run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
         else:
             opening = answer_opening(server, in_fd, Out(mcp_fd).write)
             if opening.lines or opening.rest or not opening.eof:
@@ -192,12 +197,16 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
 
 def _run(coro: Coroutine[Any, Any, None], runner: Callable[[Coroutine[Any, Any, None]], object] | None,
          loop: str) -> None:
+    from .._wakeup import Stopping  # SIGINT/SIGTERM end serving cleanly, whichever thread they hit
+
+    stopping = Stopping()
     if runner is not None:
-        runner(coro)
+        runner(stopping.serve(coro))
     else:
         from . import _loops
 
-        _loops.run(coro, loop)
+        _loops.run(stopping.serve(coro), loop)
+    stopping.deliver()  # the caller's handler, now that the loop is done
 
 
 def _log_to_stderr() -> None:
