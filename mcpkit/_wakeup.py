@@ -77,8 +77,10 @@ class Stopping:
     proxy``'s, Python's own KeyboardInterrupt) raises wherever the main thread happens to be:
     inside one of uvloop's callbacks, which logs anything but a KeyboardInterrupt and serves
     on, or inside a task, which logs "exception never retrieved". :meth:`serve` takes those
-    signals over while the loop runs, cancels the serving coroutine cleanly (a lifespan shuts
-    down) and :meth:`deliver` then calls the caller's handler once the loop has returned."""
+    signals over while the loop runs (with a handler that only asks the loop to cancel the
+    serving coroutine: a lifespan shuts down cleanly) and :meth:`deliver` then calls the
+    caller's handler once the loop has returned. A signal that comes as serving ends anyway
+    (stdin closed at the same moment) is still delivered."""
 
     __slots__ = ("got", "_taken")
 
@@ -94,19 +96,21 @@ class Stopping:
         if task is None or threading.current_thread() is not threading.main_thread():
             return await main
 
-        def stop(signum: int) -> None:
+        def stop(signum: int, _frame: Any) -> None:
+            # a Python handler (run on the main thread, in whatever the loop is doing) that
+            # never raises: it asks the loop to cancel serving, from its next step
             if self.got is None:
                 self.got = signum
-                task.cancel()
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:  # the loop is closing: serving is over anyway
+                    pass
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             handler = signal.getsignal(sig)
             if callable(handler):
-                try:
-                    loop.add_signal_handler(sig, stop, sig)
-                except (ValueError, RuntimeError, NotImplementedError):
-                    continue
                 self._taken[sig] = handler
+                signal.signal(sig, stop)
         try:
             with signals_wake(loop):
                 return await main
@@ -116,7 +120,6 @@ class Stopping:
             return None
         finally:
             for signum, handler in self._taken.items():
-                loop.remove_signal_handler(signum)
                 signal.signal(signum, handler)
 
     def deliver(self) -> None:
