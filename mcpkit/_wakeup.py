@@ -26,12 +26,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-async def woken(main: Coroutine[Any, Any, T]) -> T:
-    """Await ``main`` inside :func:`signals_wake` of the running loop."""
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """:func:`asyncio.run` of ``main`` inside :func:`signals_wake` (the CLI's commands: Ctrl-C
+    at a prompt stops the command at once, not once Enter is pressed)."""
     import asyncio
 
-    with signals_wake(asyncio.get_running_loop()):
-        return await main
+    async def woken() -> T:
+        with signals_wake(asyncio.get_running_loop()):
+            return await main
+
+    return asyncio.run(woken())
 
 
 @contextmanager
@@ -124,5 +128,5 @@ class Stopping:
 
     def deliver(self) -> None:
         """Run the caller's handler for the signal that stopped serving (if one did)."""
-        if self.got is not None and self.got in self._taken:
+        if self.got is not None:  # (set only by the handler that replaced the caller's)
             self._taken[self.got](self.got, None)

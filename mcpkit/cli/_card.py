@@ -15,8 +15,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._wakeup import run as run_loop
 from ..protocol import cards as C
-from ._run import run as run_loop
 from ._safe import clean
 from ._target import dump_json
 

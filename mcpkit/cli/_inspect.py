@@ -16,9 +16,9 @@ import socket
 import sys
 from typing import Any
 
+from .._wakeup import run as run_loop
 from . import _session
 from ._help import HelpFormatter, examples
-from ._run import run as run_loop
 from ._safe import clean
 from ._target import CliError, Target, add_target_options, require_http_extra, usage_error
 

@@ -16,8 +16,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._wakeup import run as run_loop
 from ._help import HelpFormatter, examples
-from ._run import run as run_loop
 
 if TYPE_CHECKING:
     from ..auth import OAuth, Registration

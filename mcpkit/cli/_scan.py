@@ -23,10 +23,10 @@ import sys
 import time
 from typing import Any
 
+from .._wakeup import run as run_loop
 from . import _trust
 from ._hosts import load_json as _load_json
 from ._hosts import scan_candidates
-from ._run import run as run_loop
 from ._safe import add_raw_option, clean, set_raw
 from ._target import Target, describe_error, dump_json, errors_to_catch
 

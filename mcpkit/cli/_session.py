@@ -9,7 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._run import run as run_loop
+from .._wakeup import run as run_loop
 from ._safe import clean, safe_logging, set_raw
 from ._target import CliError, Target, errors_to_catch, failure, kill_process, resolve_target, split_command, usage_error
 

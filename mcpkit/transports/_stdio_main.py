@@ -169,16 +169,15 @@ def run_stdio_server(server: Dispatcher, *, fast_exit: bool = False, in_fd: int 
     claimed = out_fd is None
     mcp_fd = claim_stdout() if out_fd is None else out_fd
     try:
-        if server.serving.lifespan:  # no synchronous opening: nothing is answered before it started
+        # No synchronous opening with a lifespan (nothing is answered before it started) or
+        # with a runner (a proxy's loop runs already, and a signal landing on its thread could
+        # not wake the opening's blocking read).
+        if server.serving.lifespan or runner is not None:
             _logging_ready()
-            from .stdio import serve_stdio_running
+            from . import stdio
 
-            _run(serve_stdio_running(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
-        elif runner is not None:  # a loop runs already (a proxy's): no opening, whose blocking
-            _logging_ready()       # read a signal landing on the loop's thread could not wake
-            from .stdio import serve_stdio
-
-            _run(serve_stdio(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
+            serve = stdio.serve_stdio_running if server.serving.lifespan else stdio.serve_stdio
+            _run(serve(server, in_fd=in_fd, out_fd=mcp_fd, **kwargs), runner, loop)
         else:
             opening = answer_opening(server, in_fd, Out(mcp_fd).write)
             if opening.lines or opening.rest or not opening.eof:
