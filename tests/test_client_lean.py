@@ -259,3 +259,19 @@ def test_a_client_on_real_uvicorn_calls_over_the_lean_path_in_both_eras(echo_url
                 out.append(r.content[0].text if r.content else None)  # type: ignore[union-attr]
             return out
     assert run(go(), 60) == ["t0", "t1", "t2"]
+
+
+def test_a_request_head_is_kept_per_set_of_headers_and_a_bad_set_is_never_sent() -> None:
+    lp = _lean.LeanPost("http://127.0.0.1:9/mcp", httpx.AsyncClient(), _wire.WireTransport())
+    first = lp.prepared({"Authorization": "Bearer one", "X-A": "1"})
+    again = lp.prepared({"Authorization": "Bearer one", "X-A": "1"})
+    other = lp.prepared({"Authorization": "Bearer two", "X-A": "1"})
+    assert first is not None and other is not None and again is first
+    assert b"Authorization: Bearer one\r\n" in first[0] and b"Authorization: Bearer two\r\n" in other[0]
+    assert first[1] != other[1]  # the credentials' partition follows the header, never a stale one
+    assert not first[0].endswith(b"\r\n\r\n")  # the Content-Length and the body come per request
+    for bad in ({"X-A": "a\r\nX-Injected: 1"}, {"Content-Length": "1"}):
+        assert lp.prepared(bad) is None and lp.prepared(bad) is None, bad  # refused, also when asked again
+    for i in range(_lean._HEADS * 2):  # a header that changes every time (a DPoP proof) keeps it bounded
+        assert lp.prepared({"DPoP": f"proof-{i}"}) is not None
+    assert len(lp._heads) <= _lean._HEADS

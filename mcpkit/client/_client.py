@@ -43,6 +43,7 @@ from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._connect import make_transport
+from ._deadline import within
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, note_router
@@ -497,24 +498,34 @@ class Client(TypedApi, SkillsApi):
             session.vet(resp)
             return resp
 
-    async def _send_handling_recovery(self, req: OutgoingRequest) -> Response:
+    def _send_handling_recovery(self, req: OutgoingRequest) -> Awaitable[Response]:
         """HTTP: retry a safe request whose connection failed. stdio: a dead server is
-        signalled (:class:`ServerExited`) for the top to restart, when restarts are on."""
+        signalled (:class:`ServerExited`) for the top to restart, when restarts are on.
+        (It picks the layer below and returns its awaitable: no frame of its own per request.)"""
+        if self.transport.capabilities.kind == "stdio" and self._recoverer.policy.stdio_restart:
+            return self._send_handling_restarts(req)
+        return self._send_handling_recovery_only(req)
+
+    async def _send_handling_restarts(self, req: OutgoingRequest) -> Response:
         transport = self.transport
-        if transport.capabilities.kind == "stdio" and self._recoverer.policy.stdio_restart:
-            generation = self._recoverer.generation
-            if transport.closed:  # it died earlier: nothing of this request was sent yet
-                raise ServerExited(TransportClosed("the server had exited"), generation, sent=False)
-            try:
-                return await self._send_single_request(req)
-            except TransportClosed as exc:
-                raise ServerExited(exc, generation, sent=True) from exc
-        return await self._send_handling_recovery_only(req)
+        generation = self._recoverer.generation
+        if transport.closed:  # it died earlier: nothing of this request was sent yet
+            raise ServerExited(TransportClosed("the server had exited"), generation, sent=False)
+        try:
+            return await self._send_single_request(req)
+        except TransportClosed as exc:
+            raise ServerExited(exc, generation, sent=True) from exc
 
     async def _send_handling_recovery_only(self, req: OutgoingRequest) -> Response:
-        """The HTTP half of recovery (retries); stdio deaths are raised as they are."""
+        """The HTTP half of recovery (retries); stdio deaths are raised as they are. The first
+        attempt is awaited here; only a failure that may be retried goes to the recoverer."""
         if self.transport.capabilities.http and self._recoverer.policy.http_retry:
-            return await self._recoverer.retry(req.method, req.params, lambda: self._send_single_request(req))
+            try:
+                return await self._send_single_request(req)
+            except TransportError as exc:
+                if not self._recoverer.retried(exc):
+                    raise
+                return await self._recoverer.retry(req.method, req.params, lambda: self._send_single_request(req), exc)
         return await self._send_single_request(req)
 
     async def _send_single_request(self, req: OutgoingRequest) -> Response:
@@ -537,9 +548,10 @@ class Client(TypedApi, SkillsApi):
         try:
             if around is not None:  # mcpkit.observability: a CLIENT span around the exchange, time limit included
                 resp: Response | codec.Response = await around(call if limit == _INF else asyncio.wait_for(call, limit))
+            elif limit == _INF:
+                resp = await call
             else:  # the limit on this task itself: wait_for's own task cost two more loop turns a call
-                async with asyncio.timeout(None if limit == _INF else limit):
-                    resp = await call
+                resp = await within(call, limit)
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract

@@ -121,7 +121,8 @@ class HttpTransport(ClientTransport):
             self._client, self._wire = _wire.client_and_wire(self.url, self._verify)
 
     async def _pool(self) -> httpx.AsyncClient:
-        await self.start()
+        if self._client is None:
+            await self.start()
         assert self._client is not None
         return self._client
 
@@ -183,6 +184,9 @@ class HttpTransport(ClientTransport):
 
     async def _with_configured(self, h: dict[str, str]) -> dict[str, str]:
         """Add the static headers and the provider's."""
+        if self.header_provider is None:
+            h.update(self.static_headers)
+            return h
         return await with_configured(h, self.static_headers, self.header_provider)
 
     def use_tool_annotations(self, annotations: dict[str, dict[str, tuple[str, ...]]]) -> None:
@@ -243,20 +247,20 @@ class HttpTransport(ClientTransport):
                             on_note: OnNote | None) -> Response | None:
         """The POST on the lean path (see ``_lean``); None when it must go the usual way (then
         nothing was sent, or a redirect was dropped unread)."""
-        from . import _lean
-
         lean = self._lean
         if lean is None or lean.url != self.url:
+            from . import _lean
+
             lean = self._lean = _lean.lean_post(self.url, client, self._wire)
         if lean is None or not lean.applies(self.url):
             return None
-        head = lean.head(hdrs, len(body))
-        if head is None:
+        prepared = lean.prepared(hdrs)
+        if prepared is None:
             return None
-        credentials = partition(hdrs.items())
-        conn, ex = await lean.send(head, body)
-        headers = _lean.WireHeaders(ex.headers)
-        if lean.plain(ex, headers):
+        prefix, credentials = prepared
+        conn, ex = await lean.send(prefix, body)
+        headers = lean.headers(ex)
+        if lean.plain(ex):
             data = await lean.read(conn, ex, headers, self.max_response_bytes)
             answer = _response(ex.status, headers, data)
             answer.credentials = credentials

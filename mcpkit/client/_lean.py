@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from . import _limits, _wire
+from ._credentials import partition
 
 if TYPE_CHECKING:
     from ._wire import _Connection, _Exchange
@@ -30,24 +31,33 @@ if TYPE_CHECKING:
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: Headers the lean path writes itself (given ones go the usual way).
 _OWN = frozenset({"host", "content-length", "transfer-encoding"})
+#: Request heads kept per LeanPost (by their headers), and the mark of a set not seen yet.
+_HEADS = 64
+_UNKNOWN = object()
 
 
 class WireHeaders(Mapping[str, str]):
     """An answer's headers as received: a case-insensitive mapping (the first value of a
     repeated header, as ``get_list`` gives every one), like ``httpx.Headers`` for reading."""
 
-    __slots__ = ("raw", "_first")
+    __slots__ = ("raw", "_joined")
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
         self.raw = raw
-        first: dict[str, str] = {}
-        for name, value in raw:
-            key = name.decode("latin-1").lower()
-            if key in first:
-                first[key] = first[key] + ", " + value.decode("latin-1")
-            else:
-                first[key] = value.decode("latin-1")
-        self._first = first
+        self._joined: dict[str, str] | None = None  # decoded on first use: most answers are never looked at
+
+    @property
+    def _first(self) -> dict[str, str]:
+        first = self._joined
+        if first is None:
+            first = self._joined = {}
+            for name, value in self.raw:
+                key = name.decode("latin-1").lower()
+                if key in first:
+                    first[key] = first[key] + ", " + value.decode("latin-1")
+                else:
+                    first[key] = value.decode("latin-1")
+        return first
 
     def __getitem__(self, key: str) -> str:
         return self._first[key.lower()]
@@ -96,6 +106,7 @@ class LeanPost:
         self.defaults = defaults
         #: The request line and Host; the client's default headers (none of them given).
         self.start = b"POST %b HTTP/1.1\r\nHost: %b\r\n" % (self.target, where.netloc)
+        self._heads: dict[tuple[tuple[str, str], ...], tuple[bytes, str | None] | None] = {}
         self.default_lines = b"".join(b"%b: %b\r\n" % (n.encode(), v.encode()) for n, v in defaults.items())
         timeout = client.timeout
         self.connect_timeout, self.read_timeout = timeout.connect, timeout.read
@@ -104,8 +115,26 @@ class LeanPost:
     def applies(self, url: str) -> bool:
         return self.ok and url == self.url and not self.client.cookies
 
+    def prepared(self, headers: Mapping[str, str]) -> tuple[bytes, str | None] | None:
+        """The request's head up to its Content-Length, and the partition of the credentials
+        ``headers`` carry; None when a header must go the usual way. Kept per set of headers
+        (a client sends the same few again and again), at most :data:`_HEADS` of them."""
+        key = tuple(headers.items())
+        got = self._heads.get(key, _UNKNOWN)
+        if got is _UNKNOWN:
+            prefix = self._prefix(headers)
+            got = None if prefix is None else (prefix, partition(key))
+            if len(self._heads) >= _HEADS:
+                self._heads.clear()
+            self._heads[key] = got
+        return got  # type: ignore[return-value]
+
     def head(self, headers: Mapping[str, str], length: int) -> bytes | None:
         """The request's head, or None when a header must go the usual way."""
+        prefix = self._prefix(headers)
+        return None if prefix is None else b"%bContent-Length: %d\r\n\r\n" % (prefix, length)
+
+    def _prefix(self, headers: Mapping[str, str]) -> bytes | None:
         parts = [self.start]
         given = [k.lower() for k in headers]
         if any(k in self.defaults for k in given):
@@ -118,28 +147,37 @@ class LeanPost:
             parts += (name.encode(), b": ", value.encode(), b"\r\n")
         if not _OWN.isdisjoint(given):
             return None
-        parts += (b"Content-Length: ", str(length).encode(), b"\r\n\r\n")
         return b"".join(parts)
 
-    async def send(self, head: bytes, body: bytes) -> tuple[_Connection, _Exchange]:
-        """Write the request on a pooled connection; back when the answer's head is in."""
+    async def send(self, prefix: bytes, body: bytes) -> tuple[_Connection, _Exchange]:
+        """Write the request (its head up to Content-Length, then the body) on a pooled
+        connection; back when the answer's head is in."""
         pool = self.pool
-        conn = await pool.acquire(self.connect_timeout, self.pool_timeout)
-        return conn, await _wire.answer_head(pool, conn, self._write(conn, head + body), self.read_timeout)
-
-    async def _write(self, conn: _Connection, data: bytes) -> None:
-        assert conn.transport is not None
-        conn.exchange = _wire._Exchange()
-        conn.transport.write(data)
-        await conn._drained(self.write_timeout)
+        conn = pool.idle_one() or await pool.acquire(self.connect_timeout, self.pool_timeout)
+        data = b"%bContent-Length: %d\r\n\r\n%b" % (prefix, len(body), body)
+        return conn, await _wire.answer_head(pool, conn, data, self.read_timeout, self.write_timeout)
 
     @staticmethod
-    def plain(ex: _Exchange, headers: WireHeaders) -> bool:
-        """Whether the answer is read here: not a redirect, no content encoding, no cookies."""
-        if ex.status in _REDIRECTS and "location" in headers:
-            return False
-        return (headers.get("content-encoding") or "").strip().lower() in ("", "identity") \
-            and "set-cookie" not in headers and not (headers.get("content-type") or "").startswith("text/event-stream")
+    def headers(ex: _Exchange) -> WireHeaders:
+        return WireHeaders(ex.headers)
+
+    @staticmethod
+    def plain(ex: _Exchange) -> bool:
+        """Whether the answer is read here: not a redirect, no content encoding, no cookies,
+        no event stream (one pass over the raw headers)."""
+        encoded = False
+        for name, value in ex.headers:
+            low = name.lower()
+            if low == b"content-type":
+                if value.startswith(b"text/event-stream"):
+                    return False
+            elif low == b"content-encoding":
+                if encoded or value.strip().lower() not in (b"", b"identity"):
+                    return False
+                encoded = True
+            elif low == b"set-cookie" or (low == b"location" and ex.status in _REDIRECTS):
+                return False
+        return True
 
     @staticmethod
     def wrap(conn: _Connection, ex: _Exchange) -> httpx.Response:
@@ -159,6 +197,12 @@ class LeanPost:
         to the pool when the answer was read to its end, else it is closed."""
         done = False
         try:
+            if ex.done and ex.error is None:  # the whole answer is in already (the common case)
+                data = conn.take() or b""
+                if len(data) > limit:
+                    raise _limits.too_large("the HTTP response", self.url, limit)
+                done = True
+                return data
             declared = headers.get("content-length", "")
             if declared and declared.isdigit() and int(declared) > limit:
                 raise _limits.too_large("the HTTP response", self.url, limit)

@@ -103,22 +103,32 @@ class Recoverer:
         name = params.get("name")
         return isinstance(name, str) and name in self.safe_tools
 
-    async def retry(self, method: str, params: Mapping[str, Any] | None, send: Callable[[], Awaitable[T]]) -> T:
-        """``send()``, retried with backoff when the HTTP connection fails and the request is safe."""
+    async def retry(self, method: str, params: Mapping[str, Any] | None, send: Callable[[], Awaitable[T]],
+                    failure: TransportError) -> T:
+        """After the HTTP connection failed with ``failure``: ``send()`` again with backoff while
+        the request is safe to repeat and the budget lasts, else ``failure`` is raised. A timeout
+        or an answer too large is never retried (the server may still be working on it; the
+        answer would be too large again): :meth:`retried` says which failures may be."""
         attempt = 0
         while True:
+            if attempt >= self.policy.attempts or not self.is_safe(method, params):
+                raise failure
+            wait = self.policy.delay(attempt)
+            log.info("%s failed (%s); retrying in %.2f s (%d/%d)", method, failure, wait, attempt + 1,
+                     self.policy.attempts)
+            await asyncio.sleep(wait)
+            attempt += 1
             try:
                 return await send()
-            except (NoAnswer, ResponseTooLarge):
-                raise  # a timeout: the server may still be working on it; too large: it would be again
             except TransportError as exc:
-                if attempt >= self.policy.attempts or not self.is_safe(method, params):
+                if not self.retried(exc):
                     raise
-                wait = self.policy.delay(attempt)
-                log.info("%s failed (%s); retrying in %.2f s (%d/%d)", method, exc, wait, attempt + 1,
-                         self.policy.attempts)
-                await asyncio.sleep(wait)
-                attempt += 1
+                failure = exc
+
+    @staticmethod
+    def retried(exc: TransportError) -> bool:
+        """Whether a failure of this kind may be retried (see :meth:`retry`)."""
+        return not isinstance(exc, (NoAnswer, ResponseTooLarge))
 
     @asynccontextmanager
     async def restarting(self, generation: int, cause: BaseException) -> AsyncIterator[bool]:

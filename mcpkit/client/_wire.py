@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine
@@ -79,7 +80,7 @@ class _Exchange:
     """One response as it arrives: the head, then body pieces, then the end (or an error)."""
 
     __slots__ = ("status", "reason", "headers", "version", "head", "chunks", "buffered", "done", "error",
-                 "waiter", "until_close")
+                 "waiter")
 
     def __init__(self) -> None:
         self.status = 0
@@ -92,8 +93,13 @@ class _Exchange:
         self.done = False
         self.error: Exception | None = None
         self.waiter: asyncio.Future[None] | None = None
-        #: No Content-Length and not chunked: the body ends when the connection does.
-        self.until_close = False
+
+    @property
+    def until_close(self) -> bool:
+        """No Content-Length and not chunked: the body ends when the connection does."""
+        names = {n.lower() for n, _ in self.headers}
+        return b"content-length" not in names and b"transfer-encoding" not in names \
+            and self.status not in (204, 304)
 
     def wake(self) -> None:
         w = self.waiter
@@ -115,7 +121,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reusable = True
         self.paused = False
-        self.idle_handle: asyncio.TimerHandle | None = None
+        #: When it last went back to the pool (time.monotonic()).
+        self.idle_since = 0.0
         self._drain: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------ asyncio.Protocol
@@ -183,9 +190,6 @@ class _Connection(asyncio.Protocol):
         ex.version = b"HTTP/" + self.parser.get_http_version().encode()
         if not self.parser.should_keep_alive():
             self.reusable = False
-        names = {n.lower() for n, _ in ex.headers}
-        ex.until_close = b"content-length" not in names and b"transfer-encoding" not in names \
-            and status not in (204, 304)
         ex.head = True
         ex.wake()
 
@@ -299,14 +303,22 @@ class _Connection(asyncio.Protocol):
         return data
 
 
-async def answer_head(pool: _Pool, conn: _Connection, send: Coroutine[Any, Any, None],
-                      read_timeout: float | None) -> _Exchange:
-    """Await ``send`` (it writes a request on ``conn``), then the head of its answer: the
-    exchange. On any failure ``conn`` is closed and left (an OSError becomes httpx's WriteError)."""
+async def answer_head(pool: _Pool, conn: _Connection, send: Coroutine[Any, Any, None] | bytes,
+                      read_timeout: float | None, write_timeout: float | None = None) -> _Exchange:
+    """Send a request on ``conn`` (await ``send``, which writes it, or write the bytes
+    ``send`` within ``write_timeout``), then await the head of its answer: the exchange.
+    On any failure ``conn`` is closed and left (an OSError becomes httpx's WriteError)."""
     try:
-        await send
-        ex = conn.exchange
-        assert ex is not None
+        if type(send) is bytes:
+            assert conn.transport is not None
+            conn.exchange = ex = _Exchange()
+            conn.transport.write(send)
+            if conn._drain is not None:
+                await conn._drained(write_timeout)
+        else:
+            await send  # type: ignore[misc]
+            ex = conn.exchange  # type: ignore[assignment]
+            assert ex is not None
         while not ex.head:
             if ex.error is not None:
                 raise ex.error
@@ -369,13 +381,15 @@ class _Body(httpx.AsyncByteStream):
 
 class _Pool:
     """The connections to one (scheme, host, port): at most :data:`MAX_CONNECTIONS` open, at
-    most :data:`MAX_IDLE` of them idle (most recent first), each idle one for :data:`IDLE_EXPIRY`."""
+    most :data:`MAX_IDLE` of them idle (most recent first), each idle one for :data:`IDLE_EXPIRY`
+    (one timer per pool sweeps the expired ones, none is set per request)."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self.idle: list[_Connection] = []
         self.open = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
+        self._sweeper: asyncio.TimerHandle | None = None
 
     def forget(self, conn: _Connection) -> None:
         """A connection closed: an idle one leaves the pool at once."""
@@ -383,18 +397,27 @@ class _Pool:
             self.idle.remove(conn)
             self.open -= 1
             self._next()
-        if conn.idle_handle is not None:
-            conn.idle_handle.cancel()
-            conn.idle_handle = None
 
     def put_back(self, conn: _Connection) -> None:
         if len(self.idle) >= MAX_IDLE:
             conn.close()
             self.done_with(conn)
             return
+        conn.idle_since = time.monotonic()
         self.idle.append(conn)
-        conn.idle_handle = asyncio.get_running_loop().call_later(IDLE_EXPIRY, conn.close)
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().call_later(IDLE_EXPIRY, self._sweep)
         self._next()
+
+    def _sweep(self) -> None:
+        """Close the connections idle for :data:`IDLE_EXPIRY`; come back for the next one."""
+        self._sweeper = None
+        now = time.monotonic()
+        for conn in [c for c in self.idle if now - c.idle_since >= IDLE_EXPIRY]:
+            conn.close()  # it leaves the pool (forget)
+        if self.idle:
+            due = min(c.idle_since for c in self.idle) + IDLE_EXPIRY - now
+            self._sweeper = asyncio.get_running_loop().call_later(max(due, 0.0), self._sweep)
 
     def done_with(self, conn: _Connection) -> None:
         """A connection in use was closed: its place is free."""
@@ -408,15 +431,24 @@ class _Pool:
                 w.set_result(None)
                 return
 
+    def idle_one(self) -> _Connection | None:
+        """The most recent idle connection that is still good, or None."""
+        idle = self.idle
+        while idle:
+            conn = idle.pop()
+            if conn.closed:  # (it left the pool already: forget)
+                continue
+            if time.monotonic() - conn.idle_since < IDLE_EXPIRY:
+                return conn
+            conn.close()  # expired, its sweep not yet run
+            self.done_with(conn)
+        return None
+
     async def acquire(self, connect_timeout: float | None, pool_timeout: float | None) -> _Connection:
         while True:
-            while self.idle:
-                conn = self.idle.pop()
-                if conn.idle_handle is not None:
-                    conn.idle_handle.cancel()
-                    conn.idle_handle = None
-                if not conn.closed:  # a closed one already left (forget)
-                    return conn
+            conn = self.idle_one()
+            if conn is not None:
+                return conn
             if self.open < MAX_CONNECTIONS:
                 break
             w = asyncio.get_running_loop().create_future()
@@ -448,6 +480,9 @@ class _Pool:
         return conn
 
     def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for conn in list(self.idle):
             conn.close()
         self.idle.clear()

@@ -6,6 +6,7 @@ Sans-IO: pure functions over strings, dicts and header mappings.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
@@ -264,6 +265,16 @@ def _require_plain(value: str, header: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=256)
+def _base_headers(method: str, protocol_version: str, name: str | None) -> tuple[tuple[str, str], ...]:
+    """The version, method and name headers (the same few again and again: kept, bounded)."""
+    headers = [(PROTOCOL_VERSION_HEADER, _require_plain(protocol_version, PROTOCOL_VERSION_HEADER)),
+               (METHOD_HEADER, _require_plain(method, METHOD_HEADER))]
+    if name is not None:
+        headers.append((NAME_HEADER, encode_value(name)))
+    return tuple(headers)
+
+
 def client_headers(
     method: str,
     params: Mapping[str, Any] | None,
@@ -278,16 +289,10 @@ def client_headers(
     be mirrored (unsafe method/version text, out-of-range integer, non-primitive argument).
     """
     params = params if isinstance(params, Mapping) else {}
-    headers = {
-        PROTOCOL_VERSION_HEADER: _require_plain(protocol_version, PROTOCOL_VERSION_HEADER),
-        METHOD_HEADER: _require_plain(method, METHOD_HEADER),
-    }
     source = NAME_SOURCES.get(method)
-    if source is not None:
-        name = params.get(source)
-        # A missing name is left for the server's params validation (-32602) to report.
-        if isinstance(name, str):
-            headers[NAME_HEADER] = encode_value(name)
+    name = params.get(source) if source is not None else None
+    # A missing name is left for the server's params validation (-32602) to report.
+    headers = dict(_base_headers(method, protocol_version, name if isinstance(name, str) else None))
     if method == "tools/call" and annotations:
         arguments = params.get("arguments")
         for header_name, path in annotations.items():

@@ -1,0 +1,72 @@
+"""The client's per-request time limit (``mcpkit.client._deadline.within``) keeps
+asyncio.timeout's rule: a deadline is a TimeoutError, any other cancellation stays one, and the
+task's cancellation count is left as it was found."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mcpkit.client._deadline import within
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 10))
+
+
+def test_an_answer_in_time_is_returned_and_leaves_no_timer() -> None:
+    async def go() -> tuple[str, int]:
+        async def answer() -> str:
+            await asyncio.sleep(0.01)
+            return "ok"
+        got = await within(answer(), 5.0)
+        task = asyncio.current_task()
+        assert task is not None
+        return got, task.cancelling()
+    assert run(go()) == ("ok", 0)
+
+
+def test_a_deadline_is_a_timeout_error_and_the_task_is_not_left_cancelled() -> None:
+    async def go() -> tuple[bool, int, str]:
+        with pytest.raises(TimeoutError):
+            await within(asyncio.sleep(10), 0.05)
+        task = asyncio.current_task()
+        assert task is not None
+        await asyncio.sleep(0)  # the task still runs: the cancellation was ours and withdrawn
+        return True, task.cancelling(), "after"
+    assert run(go()) == (True, 0, "after")
+
+
+def test_a_cancellation_from_outside_stays_a_cancellation() -> None:
+    async def go() -> str:
+        async def waiter() -> None:
+            await within(asyncio.sleep(10), 5.0)
+        task = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0.02)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "not cancelled"
+    assert run(go()) == "cancelled"
+
+
+def test_a_cancellation_from_outside_at_the_deadline_is_not_taken_for_a_timeout() -> None:
+    async def go() -> str:
+        async def waiter() -> None:
+            await within(asyncio.sleep(10), 0.05)
+        task = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0.05)
+        task.cancel()  # both: ours and the caller's
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        except TimeoutError:
+            return "timeout"
+        return "neither"
+    assert run(go()) == "cancelled"
+
