@@ -43,7 +43,7 @@ from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._connect import make_transport
-from ._deadline import within
+from ._deadline import Deadlines, deadlines_for
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, note_router
@@ -133,6 +133,7 @@ class Client(TypedApi, SkillsApi):
             self.protocol_version = mode
         self.mode = mode
         self.timeout = timeout
+        self._deadlines: Deadlines | None = None  # the requests' time limits, one timer (on the loop in use)
         self.cache = ResponseCache() if cache else None
         self.on_notification = on_notification
         self.probe_timeout = probe_timeout
@@ -550,8 +551,9 @@ class Client(TypedApi, SkillsApi):
                 resp: Response | codec.Response = await around(call if limit == _INF else asyncio.wait_for(call, limit))
             elif limit == _INF:
                 resp = await call
-            else:  # the limit on this task itself: wait_for's own task cost two more loop turns a call
-                resp = await within(call, limit)
+            else:  # the limit on this task itself (wait_for's own task cost two more loop turns a call)
+                self._deadlines = deadlines = deadlines_for(self._deadlines)
+                resp = await deadlines.within(call, limit)
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract

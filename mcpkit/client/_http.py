@@ -171,6 +171,10 @@ class HttpTransport(ClientTransport):
 
     # ------------------------------------------------------------ headers
     async def _headers(self, method: str, params: dict[str, Any] | None, version: str | None) -> dict[str, str]:
+        return await self._with_configured(self._base_headers(method, params, version))
+
+    def _base_headers(self, method: str, params: dict[str, Any] | None, version: str | None) -> dict[str, str]:
+        """The transport's headers for a request, before the configured ones."""
         h = dict(_ACCEPT)
         annotations = None
         if method == "tools/call" and params:
@@ -180,7 +184,7 @@ class HttpTransport(ClientTransport):
                 h.update(H.client_headers(method, params, version, annotations))
             except ValueError as exc:
                 raise TransportError(f"cannot send {method} over HTTP: {exc}") from None
-        return await self._with_configured(h)
+        return h
 
     async def _with_configured(self, h: dict[str, str]) -> dict[str, str]:
         """Add the static headers and the provider's."""
@@ -210,9 +214,13 @@ class HttpTransport(ClientTransport):
                       *, headers: Mapping[str, str] | None = None) -> Response:
         import httpx
 
-        client = await self._pool()
+        client = self._client if self._client is not None else await self._pool()
         version = (params.get("_meta") or {}).get(M.PROTOCOL_VERSION)
-        hdrs = await self._headers(method, params, version)
+        hdrs = self._base_headers(method, params, version)
+        if self.header_provider is None:  # (no coroutine for what needs no waiting)
+            hdrs.update(self.static_headers)
+        else:
+            hdrs = await self._with_configured(hdrs)
         if headers:
             hdrs.update(headers)
         body = codec.encode_request(id, method, params)
@@ -416,13 +424,13 @@ class LegacyHttpTransport(HttpTransport):
         self._stream: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def _headers(self, method: str, params: dict[str, Any] | None, version: str | None) -> dict[str, str]:
+    def _base_headers(self, method: str, params: dict[str, Any] | None, version: str | None) -> dict[str, str]:
         h = dict(_ACCEPT)
         if self.version is not None:
             h["MCP-Protocol-Version"] = self.version
         if self.session_id is not None:
             h["Mcp-Session-Id"] = self.session_id
-        return await self._with_configured(h)
+        return h
 
     async def _own_headers(self, http_method: str = "POST") -> dict[str, str]:
         """Headers for the transport's own requests (GET stream, DELETE, our answers)."""
