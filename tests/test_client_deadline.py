@@ -1,5 +1,5 @@
-"""The client's per-request time limits (``mcpkit.client._deadline.Deadlines``: one timer for
-the requests in flight) keep asyncio.timeout's rule: a deadline is a TimeoutError, any other
+"""The client's per-request time limits (``mcpkit.client._deadline.within`` on a
+``mcpkit._timers.Schedule``: one timer for the requests in flight) keep asyncio.timeout's rule: a deadline is a TimeoutError, any other
 cancellation stays one, and the task's cancellation count is left as it was found."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from mcpkit.client._deadline import Deadlines, deadlines_for
+from mcpkit._timers import Schedule, schedule_for
+from mcpkit.client import _deadline
 
 
 def run(coro: Any) -> Any:
@@ -17,7 +18,7 @@ def run(coro: Any) -> Any:
 
 
 async def within(call: Any, limit: float) -> Any:
-    return await deadlines_for(None).within(call, limit)
+    return await _deadline.within(schedule_for(None), call, limit)
 
 
 def test_an_answer_in_time_is_returned_and_leaves_no_timer() -> None:
@@ -78,35 +79,28 @@ def test_a_cancellation_from_outside_at_the_deadline_is_not_taken_for_a_timeout(
 
 def test_one_timer_watches_many_requests_each_at_its_own_deadline() -> None:
     async def go() -> tuple[list[str], int]:
-        d = deadlines_for(None)
-        assert deadlines_for(d) is d
+        d = schedule_for(None)
+        assert schedule_for(d) is d
 
         async def one(sleep: float, limit: float) -> str:
             try:
-                await d.within(asyncio.sleep(sleep, "ok"), limit)
+                await _deadline.within(d, asyncio.sleep(sleep, "ok"), limit)
                 return "ok"
             except TimeoutError:
                 return "timeout"
         # a long limit first, then shorter ones: the timer comes forward; answers in between
         outcomes = await asyncio.gather(one(0.3, 5.0), one(0.02, 0.2), one(0.5, 0.1), one(0.5, 0.25),
                                         one(0.05, 1.0))
-        return outcomes, len(d.waiting)
+        return outcomes, len(d.entries)
     assert run(go()) == (["ok", "ok", "timeout", "timeout", "ok"], 0)
 
 
 def test_sequential_requests_set_the_timer_once() -> None:
-    async def go() -> int:
-        loop = asyncio.get_running_loop()
-        d = Deadlines(loop)
-        armed = 0
-        real = d._arm
-
-        def counting(at: float) -> None:
-            nonlocal armed
-            armed += 1
-            real(at)
-        d._arm = counting  # type: ignore[method-assign]
+    async def go() -> tuple[bool, int]:
+        d = Schedule(asyncio.get_running_loop())
+        await _deadline.within(d, asyncio.sleep(0), 30.0)
+        timer = d._timer
         for _ in range(50):
-            await d.within(asyncio.sleep(0), 30.0)
-        return armed
-    assert run(go()) == 1
+            await _deadline.within(d, asyncio.sleep(0), 30.0)
+        return d._timer is timer and timer is not None, len(d.entries)
+    assert run(go()) == (True, 0)

@@ -770,3 +770,32 @@ def test_disconnect_while_streaming_cancels_handler(live, tmp_path):
         sock.close()
     assert wait_for(marker, "cancelled") == "cancelled"
     still_ok(http, url)
+
+
+def test_a_long_wait_gets_keep_alives_from_the_apps_one_timer(tmp_path):
+    """A stateless handler that waits past the keep-alive interval gets its answer as an SSE
+    stream with keep-alive comments first (the keep-alive is an entry on the app's schedule)."""
+    with asgi_client(server.http_app(keepalive_interval=0.1)) as c:
+        marker = tmp_path / "wait.marker"
+        msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 0.45}})
+        r = c.post(ASGI_URL, content=json.dumps(msg), headers=headers_for(msg))
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        assert r.text.count(": keep-alive") >= 2, r.text
+        assert '"woke up"' in r.text and marker.read_text() == "completed"
+        app = server.http_app()  # (another app: its own schedule, nothing pending in it)
+        assert app.timers is None
+
+
+def test_a_client_gone_before_the_watcher_starts_still_cancels_the_handler(live, tmp_path):
+    """The disconnect watcher starts only after the handler has waited a moment; a client that
+    is gone by then is seen at once."""
+    http, url = live
+    marker = tmp_path / "early.marker"
+    msg = body("tools/call", {"name": "sleepy", "arguments": {"marker": str(marker), "seconds": 20}}, id=11)
+    raw = raw_post_bytes(url, json.dumps(msg).encode(), [f"{k}: {v}" for k, v in headers_for(msg).items()])
+    u = httpx.URL(url)
+    sock = socket.create_connection((u.host, u.port), timeout=5)
+    sock.sendall(raw)
+    sock.close()  # at once: before the handler has waited WATCH_AFTER
+    assert wait_for(marker, "cancelled") == "cancelled"
+    still_ok(http, url)

@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from .._timers import Schedule, schedule_for
 from .._version import __version__
 from ..errors import MCPError, ProtocolError, RequestNotRetried, TransportClosed, TransportError
 from ..protocol import codec, errors, versions
@@ -43,7 +44,7 @@ from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._connect import make_transport
-from ._deadline import Deadlines, deadlines_for
+from ._deadline import within
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
 from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, note_router
@@ -133,7 +134,7 @@ class Client(TypedApi, SkillsApi):
             self.protocol_version = mode
         self.mode = mode
         self.timeout = timeout
-        self._deadlines: Deadlines | None = None  # the requests' time limits, one timer (on the loop in use)
+        self._timers: Schedule | None = None  # the requests' time limits, one timer (on the loop in use)
         self.cache = ResponseCache() if cache else None
         self.on_notification = on_notification
         self.probe_timeout = probe_timeout
@@ -552,8 +553,8 @@ class Client(TypedApi, SkillsApi):
             elif limit == _INF:
                 resp = await call
             else:  # the limit on this task itself (wait_for's own task cost two more loop turns a call)
-                self._deadlines = deadlines = deadlines_for(self._deadlines)
-                resp = await deadlines.within(call, limit)
+                self._timers = timers = schedule_for(self._timers)
+                resp = await within(timers, call, limit)
         except TimeoutError:
             raise NoAnswer(f"{req.method}: no answer within {limit:g} s") from None
         if type(resp) is codec.Response:  # a transport written to the earlier, bare-message contract

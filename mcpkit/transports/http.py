@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, assert_never
 
+from .._timers import Schedule, schedule_for
 from ..protocol import codec, errors, routing
 from ..protocol.routing import OpenSession, ServeModern
 from . import _asgi, _limits, _resource, routes
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BODY", "LOOPBACK_HOSTS", "HostPolicy", "HttpApp", "run_http_server"]
 
 log = logging.getLogger("mcpkit.http")
+
+#: Seconds a stateless request's handler waits before a task watches for its client going away.
+WATCH_AFTER = 0.05
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
@@ -105,6 +109,8 @@ class HttpApp:
         self.gate = Gate(auth, self.resource, self.path, self.policy) if auth is not None else None
         self.max_body = max_body_bytes
         self.keepalive = keepalive_interval
+        #: The stateless exchanges' due times (disconnect watchers, keep-alives): one timer.
+        self.timers: Schedule | None = None
         #: Whether 2025-11-25 sessions are served beside the stateless wire (fixed at creation).
         self.legacy = serving.legacy
         if session_store is None:
@@ -248,8 +254,8 @@ class _Exchange(_asgi.Exchange):
     """One stateless request's answer: JSON by default, switching to SSE on the first
     notification; a client disconnect cancels the handler."""
 
-    __slots__ = ("app", "req", "hdrs", "receive", "sse_ok", "done", "task", "watcher", "timer", "principal",
-                 "resource", "peer")
+    __slots__ = ("app", "req", "hdrs", "receive", "sse_ok", "done", "task", "watcher", "timers", "watch_key",
+                 "keepalive_key", "principal", "resource", "peer")
 
     def __init__(self, app: HttpApp, req: codec.Request, hdrs: dict[str, str], receive: Receive, send: Send,
                  principal: AuthPrincipal | None, resource: str, peer: str | None = None) -> None:
@@ -264,20 +270,33 @@ class _Exchange(_asgi.Exchange):
         self.done = False
         self.task: asyncio.Task[Any] | None = None
         self.watcher: asyncio.Task[None] | None = None
-        self.timer: asyncio.TimerHandle | None = None
+        self.timers: Schedule | None = None
+        self.watch_key: int | None = None
+        self.keepalive_key: int | None = None
         self.principal = principal
         self.resource = resource
         self.peer = peer
 
     def _suspended(self) -> None:
-        """The handler is waiting on something: from now on a disconnect must cancel it, and a
-        long wait needs keep-alives. (A handler that never suspends needs neither, so the
-        common fast call costs no extra task.)"""
-        loop = asyncio.get_running_loop()
+        """The handler is waiting on something: a disconnect must cancel it, and a long wait
+        needs keep-alives. (A handler that never suspends needs neither, so the common fast
+        call costs no extra task.) Both are entries on the app's one timer (no timer handle
+        per request): the watcher task starts only once the handler has waited
+        :data:`WATCH_AFTER` (most waits, e.g. a proxy's backend round trip, are over by then);
+        it then sees a client already gone at once."""
         self.task = asyncio.current_task()
-        self.watcher = loop.create_task(_asgi.watch_disconnect(self.receive, self._disconnected))
+        app = self.app
+        app.timers = timers = schedule_for(app.timers)
+        self.timers = timers
+        now = timers.loop.time()
+        self.watch_key = timers.add(now + WATCH_AFTER, _Exchange._watch, self)
         if self.sse_ok:
-            self.timer = loop.call_later(self.app.keepalive, self._keepalive_due)
+            self.keepalive_key = timers.add(now + app.keepalive, _Exchange._keepalive_due, self)
+
+    def _watch(self) -> None:
+        if not self.done:
+            self.watcher = asyncio.get_running_loop().create_task(
+                _asgi.watch_disconnect(self.receive, self._disconnected))
 
     async def run(self) -> None:
         """The one call into the server, then the answer."""
@@ -296,10 +315,12 @@ class _Exchange(_asgi.Exchange):
             raise
         finally:
             self.done = True
+            if self.timers is not None:
+                self.timers.drop(self.watch_key)  # type: ignore[arg-type]
+                if self.keepalive_key is not None:
+                    self.timers.drop(self.keepalive_key)
             if self.watcher is not None:
                 self.watcher.cancel()
-            if self.timer is not None:
-                self.timer.cancel()
         if self.streaming:
             await _asgi.end_stream(self.send, reply.body)
         else:
