@@ -2,7 +2,12 @@
 (servers/floor_stdio.py), one client per side, each in its own process (client_floor.py):
 mcpkit's ``Client`` (this checkout, and the baseline's), the official SDK's ``Client``, and the
 floor, a bare synchronous JSON-lines driver. The server is the same for all, so the figures
-differ by the client alone; the client process's CPU per call is beside its calls/s."""
+differ by the client alone; the client process's CPU per call is beside its calls/s.
+
+The floor side also runs the asyncio floor (client_floor.py ``asyncio``: the same requests
+from a coroutine on asyncio's default loop, a reader callback and a future per request) in
+the same round, right after the synchronous driver: the second pair of rows sets each client
+against what any client on that loop pays."""
 
 from __future__ import annotations
 
@@ -16,10 +21,10 @@ from _rounds import attempt, interleaved
 KIND = {"mcpkit": "mcpkit", "baseline": "mcpkit", "official": "official", "floor": "driver"}
 
 
-def run_client(side: Side, pin: Pinning, calls: int, timeout: float = 120) -> dict:
+def run_client(side: Side, pin: Pinning, calls: int, timeout: float = 120, kind: str | None = None) -> dict:
     # The server on the server core (taskset execs it), the client where the bench runs.
     server = pin.taskset("server") + [sys.executable, str(FLOOR_STDIO), "stdio"]
-    cmd = [side.python, str(BENCH / "client_floor.py"), KIND[side.name], str(calls), "--", *server]
+    cmd = [side.python, str(BENCH / "client_floor.py"), kind or KIND[side.name], str(calls), "--", *server]
     cp = subprocess.run(cmd, env=side.env, cwd=str(REPO), capture_output=True, text=True, timeout=timeout)
     if cp.returncode != 0:
         raise RuntimeError(f"exit {cp.returncode}: {cp.stderr.strip()[-800:]}")
@@ -36,7 +41,17 @@ def wl_client(res: Results, sides: dict[str, Side], pin: Pinning, rounds: int, c
             res.sample("client.cps", name, r, out["calls_per_s"])
             res.sample("client.cpu", name, r, out["cpu_us_per_call"])
             print(f"  r{r + 1} {name:8} {out['calls_per_s']:9.0f} calls/s  {out['cpu_us_per_call']:6.1f} µs CPU/call", flush=True)
+            if name == "floor":
+                out = run_client(sides[name], pin, calls, kind="asyncio")
+                print(f"  r{r + 1} {'asyncio':8} {out['calls_per_s']:9.0f} calls/s  {out['cpu_us_per_call']:6.1f} µs CPU/call"
+                      " (the asyncio floor)", flush=True)
+            res.sample("aclient.cps", name, r, out["calls_per_s"])
+            res.sample("aclient.cpu", name, r, out["cpu_us_per_call"])
     res.raw["client"] = res.rounds_of("client.")
+    res.raw["client_asyncio_floor"] = res.rounds_of("aclient.")
     res.row_rounds("client", f"tools/call against the floor server, {calls} sequential (floor: bare JSON-lines driver)",
                    "calls/s", "higher", "client.cps")
     res.row_rounds("client", "client process CPU per call", "µs", "lower", "client.cpu")
+    res.row_rounds("client", "the same, floor: a bare asyncio driver (default loop, reader callback, a future per call)",
+                   "calls/s", "higher", "aclient.cps")
+    res.row_rounds("client", "client process CPU per call, floor: the bare asyncio driver", "µs", "lower", "aclient.cpu")

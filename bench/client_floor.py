@@ -4,7 +4,10 @@ stdio against a server command (the bench uses bench/servers/floor_stdio.py).
     python bench/client_floor.py KIND CALLS -- SERVER_ARGV...
 
 KIND is ``driver`` (the floor: a bare synchronous JSON-lines loop, stdlib json, blocking
-pipe reads: what a client costs with nothing in it), ``mcpkit`` (``mcpkit.Client``, library
+pipe reads: what a client costs with nothing in it), ``asyncio`` (the floor of an asyncio
+client: the same requests from a coroutine on asyncio's default loop, the answers read by a
+reader callback (``add_reader``) that resolves a future per request; what any client on that
+loop pays before it does anything of its own), ``mcpkit`` (``mcpkit.Client``, library
 defaults) or ``official`` (the official SDK's ``mcp.Client`` over ``StdioServerParameters``;
 run it with the SDK's interpreter). Each connects, makes 50 warm-up calls, then CALLS
 sequential calls, checks every answer, and prints one JSON line: ``calls_per_s`` and this
@@ -71,6 +74,51 @@ def run_driver(calls: int, argv: list[str]) -> tuple[float, float]:
         proc.wait(10)
 
 
+async def run_asyncio(calls: int, argv: list[str]) -> tuple[float, float]:
+    import asyncio
+    import os
+
+    loop = asyncio.get_running_loop()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert proc.stdin is not None and proc.stdout is not None
+    rfd, wfd = proc.stdout.fileno(), proc.stdin.fileno()
+    os.set_blocking(rfd, False)
+    pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+    rest = [b""]
+    loads, dumps = json.loads, json.dumps
+
+    def readable() -> None:
+        *lines, rest[0] = (rest[0] + os.read(rfd, 65536)).split(b"\n")
+        for line in lines:
+            msg = loads(line)
+            pending.pop(msg["id"]).set_result(msg)
+
+    async def call(req_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        fut = pending[req_id] = loop.create_future()
+        os.write(wfd, dumps({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params},
+                            separators=(",", ":")).encode() + b"\n")
+        msg = await fut
+        if "result" not in msg:
+            raise RuntimeError(f"bad answer: {msg!r}")
+        result: dict[str, Any] = msg["result"]
+        return result
+
+    loop.add_reader(rfd, readable)
+    try:
+        await call(0, "server/discover", {"_meta": META})
+        params = {"name": "echo", "arguments": {"text": ECHO_TEXT}, "_meta": META}
+        for i in range(1, WARMUP + 1):
+            check((await call(i, "tools/call", params))["content"][0]["text"])
+        c0, t0 = cpu_s(), time.perf_counter()
+        for i in range(WARMUP + 1, WARMUP + 1 + calls):
+            check((await call(i, "tools/call", params))["content"][0]["text"])
+        return time.perf_counter() - t0, cpu_s() - c0
+    finally:
+        loop.remove_reader(rfd)
+        proc.stdin.close()
+        proc.wait(10)
+
+
 async def run_mcpkit(calls: int, argv: list[str]) -> tuple[float, float]:
     from mcpkit import Client
 
@@ -101,14 +149,15 @@ async def run_official(calls: int, argv: list[str]) -> tuple[float, float]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
-        raise SystemExit("usage: client_floor.py driver|mcpkit|official CALLS -- SERVER_ARGV...")
+        raise SystemExit("usage: client_floor.py driver|asyncio|mcpkit|official CALLS -- SERVER_ARGV...")
     kind, calls, server = argv[0], int(argv[1]), argv[3:]
     if kind == "driver":
         elapsed, cpu = run_driver(calls, server)
-    elif kind in ("mcpkit", "official"):
+    elif kind in ("asyncio", "mcpkit", "official"):
         import asyncio
 
-        elapsed, cpu = asyncio.run((run_mcpkit if kind == "mcpkit" else run_official)(calls, server))
+        run = {"asyncio": run_asyncio, "mcpkit": run_mcpkit, "official": run_official}[kind]
+        elapsed, cpu = asyncio.run(run(calls, server))
     else:
         raise SystemExit(f"unknown driver {kind!r}")
     print(json.dumps({"calls_per_s": calls / elapsed, "cpu_us_per_call": cpu * 1e6 / calls}), flush=True)
