@@ -46,7 +46,7 @@ from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._connect import make_transport
 from ._deadline import within
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
-from ._input import ElicitationHandler, InputHandlers, Roots, SamplingHandler
+from ._input import ElicitationHandler, InputHandlers, InputProperties, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, note_router
 from ._restart import Recoverer, Recovery
 from ._session import ChangeFeeds, Era, EraSession, Hello, ModernSession
@@ -66,7 +66,7 @@ log = logging.getLogger("mcpkit.client")
 _UNSETTLED = ModernSession()
 
 
-class Client(TypedApi, SkillsApi):
+class Client(TypedApi, SkillsApi, InputProperties):
     """An MCP client.
 
     ``target`` is a ``Server`` object (in-memory), a command line (a string or a list: spawned
@@ -199,34 +199,6 @@ class Client(TypedApi, SkillsApi):
     def initialize_result(self) -> dict[str, Any] | None:
         """The server's ``initialize`` result (a legacy server only)."""
         return self._session.initialize_result if self._session is not None else None
-
-    # The input handlers (set at construction; the capabilities declared then stay).
-    @property
-    def elicitation(self) -> ElicitationHandler | None:
-        """The handler answering the server's ``elicitation/create`` questions, or None (declined)."""
-        return self._input.elicitation
-
-    @elicitation.setter
-    def elicitation(self, handler: ElicitationHandler | None) -> None:
-        self._input.elicitation = handler
-
-    @property
-    def sampling(self) -> SamplingHandler | None:
-        """The handler answering the server's ``sampling/createMessage`` requests, or None."""
-        return self._input.sampling
-
-    @sampling.setter
-    def sampling(self, handler: SamplingHandler | None) -> None:
-        self._input.sampling = handler
-
-    @property
-    def roots(self) -> Roots | None:
-        """The roots offered to the server (``roots/list``), or None."""
-        return self._input.roots
-
-    @roots.setter
-    def roots(self, roots: Roots | None) -> None:
-        self._input.roots = roots
 
     def _notify_cb(self, method: str, params: dict[str, Any]) -> None:
         """Notifications that belong to no request (and every listen stream's changes)."""

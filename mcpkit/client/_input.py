@@ -132,3 +132,37 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     if inspect.isawaitable(value):
         value = await value
     return value
+
+
+class InputProperties:
+    """The Client's input handlers as properties (set at construction; the capabilities
+    declared then stay)."""
+
+    _input: InputHandlers
+
+    @property
+    def elicitation(self) -> ElicitationHandler | None:
+        """The handler answering the server's ``elicitation/create`` questions, or None (declined)."""
+        return self._input.elicitation
+
+    @elicitation.setter
+    def elicitation(self, handler: ElicitationHandler | None) -> None:
+        self._input.elicitation = handler
+
+    @property
+    def sampling(self) -> SamplingHandler | None:
+        """The handler answering the server's ``sampling/createMessage`` requests, or None."""
+        return self._input.sampling
+
+    @sampling.setter
+    def sampling(self, handler: SamplingHandler | None) -> None:
+        self._input.sampling = handler
+
+    @property
+    def roots(self) -> Roots | None:
+        """The roots offered to the server (``roots/list``), or None."""
+        return self._input.roots
+
+    @roots.setter
+    def roots(self, roots: Roots | None) -> None:
+        self._input.roots = roots

@@ -390,6 +390,7 @@ class _Pool:
         self.open = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
         self._sweeper: asyncio.TimerHandle | None = None
+        self._sweep_loop: asyncio.AbstractEventLoop | None = None
 
     def forget(self, conn: _Connection) -> None:
         """A connection closed: an idle one leaves the pool at once."""
@@ -405,8 +406,10 @@ class _Pool:
             return
         conn.idle_since = time.monotonic()
         self.idle.append(conn)
-        if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().call_later(IDLE_EXPIRY, self._sweep)
+        loop = asyncio.get_running_loop()
+        if self._sweeper is None or self._sweep_loop is not loop:  # (a pool used from another loop: its own)
+            self._sweep_loop = loop
+            self._sweeper = loop.call_later(IDLE_EXPIRY, self._sweep)
         self._next()
 
     def _sweep(self) -> None:
