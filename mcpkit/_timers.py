@@ -5,15 +5,20 @@ is a libuv handle made and closed; asyncio's a heap entry and a handle object), 
 of them are cancelled unfired: a request's time limit, the moment a suspended HTTP handler
 starts watching for the client going away, its first keep-alive. :class:`Schedule` keeps
 them in a dict (adding and dropping one is a dict operation) and sets the loop's timer only
-for the earliest, again only when it fires or an earlier time comes in.
+for the earliest, again only when it fires or an earlier time comes in. :func:`within` is a
+time limit on one await on it (the client's per-request limit), with ``asyncio.timeout``'s
+rule: the awaiting task is cancelled at the deadline; a cancellation that was only ours
+becomes TimeoutError, any other stays a cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _NEVER = float("inf")
 #: A timer may fire this much before its time (the loop's clock resolution): taken as due.
@@ -70,3 +75,37 @@ def schedule_for(current: Schedule | None) -> Schedule:
     if current is not None and current.loop is loop:
         return current
     return Schedule(loop)
+
+
+class _Limit:
+    __slots__ = ("task", "fired")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.fired = False
+
+
+def _expire(limit: _Limit) -> None:
+    limit.fired = True
+    limit.task.cancel()
+
+
+async def within(schedule: Schedule, call: Awaitable[T], limit: float) -> T:
+    """``await call``; TimeoutError when it takes more than ``limit`` seconds."""
+    task = asyncio.current_task(schedule.loop)
+    if task is None:  # not in a task: asyncio.timeout says what is wrong
+        async with asyncio.timeout(limit):
+            return await call
+    mine = _Limit(task)
+    key = schedule.add(schedule.loop.time() + limit, _expire, mine)
+    try:
+        result = await call
+    except asyncio.CancelledError:
+        if mine.fired and task.uncancel() == 0:
+            raise TimeoutError from None
+        raise
+    finally:
+        schedule.drop(key)
+    if mine.fired:  # the awaited call swallowed our cancellation and answered: withdrawn
+        task.uncancel()
+    return result

@@ -1,4 +1,4 @@
-"""The client's per-request time limits (``mcpkit.client._deadline.within`` on a
+"""The client's per-request time limits (``mcpkit._timers.within`` on a
 ``mcpkit._timers.Schedule``: one timer for the requests in flight) keep asyncio.timeout's rule: a deadline is a TimeoutError, any other
 cancellation stays one, and the task's cancellation count is left as it was found."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from mcpkit import _timers as _deadline
 from mcpkit._timers import Schedule, schedule_for
-from mcpkit.client import _deadline
 
 
 def run(coro: Any) -> Any:

@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from .._timers import Schedule, schedule_for
+from .._timers import Schedule, schedule_for, within
 from .._version import __version__
 from ..errors import MCPError, ProtocolError, RequestNotRetried, TransportClosed, TransportError
 from ..protocol import codec, errors, versions
@@ -44,7 +44,6 @@ from ._api import LogCallback, ProgressCallback, TypedApi, _Options
 from ._auth import Auth, BearerAuth, OutgoingRequest, first_step
 from ._cache import CACHEABLE, CacheMode, ResponseCache, cache_key, credentials
 from ._connect import make_transport
-from ._deadline import within
 from ._era import DEFAULT_ERA_CACHE, EraCache, Link, Negotiation, Slot
 from ._input import ElicitationHandler, InputHandlers, InputProperties, Roots, SamplingHandler
 from ._listen import LIST_NOTES, Hub, Notification, note_router

@@ -188,9 +188,6 @@ class HttpTransport(ClientTransport):
 
     async def _with_configured(self, h: dict[str, str]) -> dict[str, str]:
         """Add the static headers and the provider's."""
-        if self.header_provider is None:
-            h.update(self.static_headers)
-            return h
         return await with_configured(h, self.static_headers, self.header_provider)
 
     def use_tool_annotations(self, annotations: dict[str, dict[str, tuple[str, ...]]]) -> None:
