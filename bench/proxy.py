@@ -11,7 +11,11 @@ order of the sides alternates round by round, so drift hits all of them alike):
 - ``http->http``: the backend is bench/servers/echo_mcpkit.py over Streamable HTTP;
   ``direct`` calls it (wrk), ``backend`` is the backend round trip as a bare Python peer makes
   it (see below), ``client`` the mcpkit Client's own sequential round trip to it (information:
-  what the client library costs), ``mcpkit`` and ``fastmcp`` call a proxy (HTTP) in front of it;
+  what the client library costs), ``mcpkit`` and ``fastmcp`` call a proxy (HTTP) in front of it,
+  and so do the two floors (bench/servers/floor_proxy.py, nothing of MCP): ``floor``, a bare ASGI
+  relay on the same uvicorn stack as mcpkit's proxy (what any proxy on that stack pays), and
+  ``floor-raw``, a relay of asyncio protocols on uvloop with no HTTP server (what any Python
+  proxy on an event loop pays at the least);
 - ``stdio->http``: the backend is echo_mcpkit.py over stdio; ``direct`` calls an
   echo_mcpkit.py HTTP server (the front's transport, no proxy), ``backend`` the stdio server
   itself (the backend round trip), ``mcpkit`` and ``fastmcp`` an HTTP proxy spawning it.
@@ -36,7 +40,7 @@ Python first, then wrk sends ``tools/call`` in that session (``Mcp-Session-Id``,
 
 Reported: medians over rounds, and the median of the per-round ratios. FastMCP
 (``fastmcp==4.2.3``) is installed into bench/.venv-fastmcp on first use. ``--save`` writes the
-table to bench/results/proxy-<date>.md (and the numbers to .json beside it). Target: the proxy
+table to bench/results/proxy-<date>.md (and the numbers to .json beside it; proxy-<date>-2 for a second run that day). Target: the proxy
 adds at most one backend round trip (the ``backend`` side, in both cells) plus 20% of a direct
 call (wrk's ``direct`` latency), and serves at least 3x
 FastMCP's proxy throughput.
@@ -63,6 +67,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 ECHO = BENCH / "servers" / "echo_mcpkit.py"
 FASTMCP_PROXY = BENCH / "servers" / "fastmcp_proxy.py"
+FLOOR_PROXY = BENCH / "servers" / "floor_proxy.py"
 FASTMCP_VENV = BENCH / ".venv-fastmcp"
 FASTMCP_SPEC = "fastmcp==4.2.3"
 FASTMCP_VERSION = "4.2.3"
@@ -354,7 +359,9 @@ def main() -> int:
         cells: dict[str, dict[str, Front | None]] = {
             "http->http": {"direct": back, "backend": None, "client": None,  # bare-socket and Client round trips
                            "mcpkit": Front([*proxy, back.url], procs),
-                           "fastmcp": Front([*fastmcp, back.url], procs) if fastmcp_py else None},
+                           "fastmcp": Front([*fastmcp, back.url], procs) if fastmcp_py else None,
+                           "floor": Front([PY, str(FLOOR_PROXY), "{port}", back.url], procs),
+                           "floor-raw": Front([PY, str(FLOOR_PROXY), "--raw", "{port}", back.url], procs)},
             "stdio->http": {"direct": back, "backend": None,  # the front's transport, no proxy; the round trip
                             "mcpkit": Front([*proxy, "--", *stdio_backend], procs),
                             "fastmcp": Front([*fastmcp, "--", *stdio_backend], procs) if fastmcp_py else None},
@@ -406,6 +413,10 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(numbers, indent=1))
     if args.save:
         stem = BENCH / "results" / f"proxy-{datetime.date.today().isoformat()}"
+        n = 1
+        while stem.with_suffix(".md").exists():  # a second run the same day keeps the first
+            n += 1
+            stem = BENCH / "results" / f"proxy-{datetime.date.today().isoformat()}-{n}"
         argv: list[str] = []  # the command line, without --json's file (a path of this machine)
         for a, before in zip(sys.argv[1:], sys.argv, strict=False):
             if a != "--json" and before != "--json" and not a.startswith("--json="):
@@ -457,6 +468,15 @@ def report(samples: dict[tuple[str, str, str], list[dict[str, float]]], args: ar
             cpu = [f / m for m, f in zip(col((cell, "mcpkit", era), "cpu_us"), col((cell, "fastmcp", era), "cpu_us"),
                                          strict=fast)]
             client_rt = col((cell, "client", era), "latency_ms")
+            floor_added = [f - d for f, d in zip(col((cell, "floor", era), "latency_ms"), direct, strict=False)]
+            raw_added = [f - d for f, d in zip(col((cell, "floor-raw", era), "latency_ms"), direct, strict=False)]
+            if floor_added and raw_added:
+                over = [m / f for m, f in zip(added, floor_added, strict=True) if f > 0]
+                lines.append(f"- {cell} ({era}): the floors add {med(floor_added):.2f} ms (a bare ASGI relay on the same "
+                             f"uvicorn stack: {'within' if med(floor_added) <= med(budget) else 'over'} the budget) and "
+                             f"{med(raw_added):.2f} ms (a bare asyncio relay, no HTTP server: "
+                             f"{'within' if med(raw_added) <= med(budget) else 'over'} it); the mcpkit proxy adds "
+                             f"{med(over):.2f}x what the ASGI floor adds ({med(added) - med(floor_added):+.2f} ms)")
             if client_rt:
                 lines.append(f"- {cell} ({era}): one backend round trip (bare Python peer, plain socket) "
                              f"{med(backend):.2f} ms; a direct call (wrk) {med(direct):.2f} ms; the mcpkit Client's own "
