@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -162,6 +163,15 @@ def _framed(buf: bytearray) -> tuple[int, int] | None:
     return (end + 4 + length, end + 4) if len(buf) >= end + 4 + length else None
 
 
+def _messages(buf: bytearray) -> Iterator[tuple[bytes, bytes]]:
+    """Each whole message at the start of ``buf`` (taken out of it), with its body."""
+    while (framed := _framed(buf)) is not None:
+        end, start = framed
+        message = bytes(buf[:end])
+        del buf[:end]
+        yield message, message[start:]
+
+
 class _RawBack(asyncio.Protocol):
     def __init__(self, front: _RawFront) -> None:
         self.front = front
@@ -173,12 +183,9 @@ class _RawBack(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
-        while (framed := _framed(self.buf)) is not None:
-            end, start = framed
-            message = bytes(self.buf[:end])
-            del self.buf[:end]
-            if end > start:
-                json.loads(message[start:])
+        for message, body in _messages(self.buf):
+            if body:
+                json.loads(body)
             if self.front.transport is not None and not self.front.transport.is_closing():
                 self.front.transport.write(message)
 
@@ -214,13 +221,10 @@ class _RawFront(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
-        while (framed := _framed(self.buf)) is not None:
-            end, start = framed
-            message = bytes(self.buf[:end])
-            del self.buf[:end]
-            if end > start:
+        for message, body in _messages(self.buf):
+            if body:
                 try:
-                    json.loads(message[start:])
+                    json.loads(body)
                 except ValueError:
                     assert self.transport is not None
                     self.transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 8\r\n\r\nnot JSON")
