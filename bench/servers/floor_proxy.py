@@ -8,7 +8,8 @@ uvloop) that relays each request to the HTTP backend ``URL``: the body parsed wi
 library's json (a proxy must read what it lets through), its bytes forwarded with the request's
 own headers on a pooled keep-alive connection (an asyncio protocol, the request written in one
 call, the answer read to its Content-Length: no client library), the answer's body parsed the
-same way and sent back with its status and headers. It is what any proxy on this stack pays
+same way and sent back with its status and headers, head and body in one write (as mcpkit's
+front writes them; uvicorn alone writes them apart). It is what any proxy on this stack pays
 before it does anything of its own.
 
 ``floor-raw`` drops the HTTP server too: asyncio protocols on uvloop, each front connection
@@ -24,6 +25,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -112,6 +114,46 @@ class Relay:
         conn.waiter = None
         self.idle.append(conn)
         return answer
+
+
+class _Coalescing:
+    """A connection's transport that hands an answer's head and body to the kernel in one
+    ``writelines`` (uvicorn writes them apart), as mcpkit's front does: a write is held until
+    the next one or the end of the loop step it was made in."""
+
+    def __init__(self, raw: asyncio.Transport) -> None:
+        self.raw = raw
+        self.held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.held is None:
+            self.held = bytes(data)
+            asyncio.get_running_loop().call_soon(self.flush)
+        else:
+            held, self.held = self.held, None
+            self.raw.writelines((held, data))
+
+    def flush(self) -> None:
+        if self.held is not None:
+            held, self.held = self.held, None
+            self.raw.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self.raw.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def _coalescing_protocol() -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class CoalescingHttpTools(HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(_Coalescing(transport))  # type: ignore[arg-type]
+
+    return CoalescingHttpTools
 
 
 def app_for(relay: Relay):  # type: ignore[no-untyped-def]
@@ -260,7 +302,7 @@ def main() -> None:
         uvloop.run(_serve_raw(port, url))
         return
     uvicorn.run(app_for(Relay(url)), host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                http="httptools", loop="uvloop", lifespan="off")
+                http=_coalescing_protocol(), loop="uvloop", lifespan="off")
 
 
 if __name__ == "__main__":
