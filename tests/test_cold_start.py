@@ -222,3 +222,64 @@ def test_isawaitable_is_inspects(make):
 class _Awaitable:
     def __await__(self):
         yield
+
+
+# ------------------------------------------------------------------ the collector during lazy imports
+def test_no_collection_runs_while_a_lazy_export_imports_its_subsystem():
+    """``from mcpkit import Server`` imports msgspec and the server with the collector paused
+    (before: a dozen collections, one of them of the first generation), and leaves it running."""
+    out = _run("""
+        import gc
+        import mcpkit
+        runs = []
+        gc.callbacks.append(lambda phase, info: phase == "start" and runs.append(info["generation"]))
+        from mcpkit import Server, Client
+        print(len(runs), gc.isenabled(), "msgspec" in __import__("sys").modules)
+    """)
+    assert out == "0 True True", out
+
+
+def test_a_collector_the_process_disabled_stays_disabled():
+    out = _run("""
+        import gc
+        gc.disable()
+        from mcpkit import Server
+        print(gc.isenabled())
+    """)
+    assert out == "False"
+
+
+def test_garbage_made_before_the_import_is_still_collected():
+    """The objects alive at the import go to the oldest generation, never out of reach: a
+    cycle dropped before ``from mcpkit import Server`` is freed by the next full collection."""
+    out = _run("""
+        import gc, weakref
+        import mcpkit
+        gc.collect()
+
+        class Node:
+            pass
+
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = []
+        weakref.finalize(a, gone.append, "a")
+        del a, b
+        from mcpkit import Server
+        print(gone, gc.get_freeze_count())
+        gc.collect()
+        print(gone)
+    """)
+    assert out.splitlines() == ["[] 0", "['a']"], out
+
+
+def test_a_failed_lazy_import_leaves_the_collector_running():
+    import gc
+
+    from mcpkit._lazy import lazy_exports
+
+    getattr_, _ = lazy_exports("pkg", {"Missing": "mcpkit._no_such_module"}, {})
+    assert gc.isenabled()
+    with pytest.raises(ModuleNotFoundError):
+        getattr_("Missing")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
