@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# System packages the scale-out tests run for real: redis-server (the shared backend) and
-# nginx (the round-robin load balancer). Debian/Ubuntu (apt-get); idempotent: does nothing
-# when both are already installed. The tests start their own instances on loopback ports
+# System packages the tests run for real: redis-server (the shared backend) and nginx (the
+# round-robin load balancer) for the scale-out tests, valgrind for the counted bench
+# (bench/instructions.py). Debian/Ubuntu (apt-get); idempotent: does nothing
+# when all are already installed. The tests start their own instances on loopback ports
 # in temporary directories; no system service is used or needed.
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
 fi

@@ -1,0 +1,38 @@
+"""The counted bench (bench/instructions.py) runs the stdio path under valgrind for the floor and
+mcpkit and reports per-call counts from the difference of two runs. Only that it measures is
+checked (counts present, per call positive, the table written), never a figure."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers.paths import ROOT
+
+SCRIPT = ROOT / "bench" / "instructions.py"
+
+
+def test_the_stdio_path_is_counted_per_call_for_the_floor_and_mcpkit(tmp_path: Path) -> None:
+    assert shutil.which("valgrind"), "valgrind is missing: scripts/install_system_deps.sh installs it"
+    out = tmp_path / "counts.json"
+    cp = subprocess.run([sys.executable, str(SCRIPT), "--paths", "stdio", "--sides", "floor,mcpkit",
+                         "--calls", "5,25", "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["calls"] == [5, 25]
+    for side in ("floor", "mcpkit"):
+        counts = data["counts"]["stdio"][side]
+        assert counts["Ir"] > 1000, (side, counts)  # a call is thousands of instructions, never none
+        assert all(v == v for v in counts.values())  # no NaN
+    assert "| stdio | mcpkit |" in cp.stdout and "| stdio | floor | " in cp.stdout
+
+
+def test_bad_arguments_are_refused_with_one_line() -> None:
+    cp = subprocess.run([sys.executable, str(SCRIPT), "--paths", "stdio,nowhere"], capture_output=True, text=True,
+                        timeout=60)
+    assert cp.returncode == 2 and "unknown path or side: nowhere" in cp.stderr
+    cp = subprocess.run([sys.executable, str(SCRIPT), "--calls", "30,10"], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 2 and "the first smaller" in cp.stderr
