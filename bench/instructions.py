@@ -4,7 +4,7 @@ and branch simulation) counts the instructions, the simulated cache misses and t
 mispredictions of the measured process. The counts do not depend on what else the machine is
 doing, so they hold still where the timed rounds of bench/run.py move 2x between rounds.
 
-    python bench/instructions.py [--paths stdio,client,http,cold] [--sides floor,mcpkit,official]
+    python bench/instructions.py [--paths stdio,client,http,proxy,cold] [--sides floor,mcpkit,official]
                                  [--calls 200,1200] [--baseline REV] [--save NAME] [--json FILE]
     python bench/instructions.py --render bench/results/instructions-NAME.json
 
@@ -21,6 +21,10 @@ start-up, warm-up and exit cancel out. The paths, the measured process of each i
 - ``http``: sequential POSTs of a 2026-07-28 ``tools/call echo`` on one keep-alive connection
   (the bytes wrk sends in bench/run.py) [the server]: ``floor`` is bench/servers/floor_asgi.py,
   ``mcpkit`` and ``official`` their echo servers on Streamable HTTP;
+- ``proxy``: the same POSTs to an HTTP proxy in front of mcpkit's echo server (started once,
+  not counted) [the proxy]: ``floor`` is bench/servers/floor_proxy.py (a bare ASGI relay on the
+  same uvicorn stack), ``raw`` its ``--raw`` relay (asyncio protocols, no HTTP server), ``mcpkit``
+  ``mcpkit proxy --http URL``;
 - ``cold``: spawn, one ``server/discover``, stdin closed, exit [the server, whole process: a
   per-call difference does not apply].
 
@@ -66,7 +70,8 @@ from _common import (
     make_sides,
 )
 
-PATHS = ("stdio", "client", "http", "cold")
+PATHS = ("stdio", "client", "http", "proxy", "cold")
+FLOOR_PROXY = BENCH / "servers" / "floor_proxy.py"
 WARMUP = 50
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
 #: The figures reported, each a sum of callgrind events.
@@ -178,11 +183,17 @@ def _http_answer(sock: socket.socket, buf: bytearray) -> tuple[int, bytes]:
     return status, body
 
 
-def run_http(side: Side, calls: int) -> dict[str, float]:
+def run_http(side: Side, calls: int, backend: str | None = None, raw: bool = False) -> dict[str, float]:
+    """Sequential POSTs to an HTTP server; with ``backend`` (a URL), to a proxy in front of it."""
     port = free_port()
-    script = str(FLOOR_ASGI) if side.name == "floor" else side.script
-    run = Counted([side.python, script, "http", str(port)], side.env, stdout=subprocess.DEVNULL,
-                  stderr=subprocess.DEVNULL)
+    if backend is None:
+        script = str(FLOOR_ASGI) if side.name == "floor" else side.script
+        argv = [side.python, script, "http", str(port)]
+    elif side.name == "floor":
+        argv = [side.python, str(FLOOR_PROXY), *(["--raw"] if raw else []), str(port), backend]
+    else:
+        argv = [side.python, "-m", "mcpkit", "proxy", "--http", "--port", str(port), backend]
+    run = Counted(argv, side.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 300
         while True:
@@ -228,7 +239,8 @@ def figures(c: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int]) -> dict[str, float]:
+def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int],
+            backend: str | None = None) -> dict[str, float]:
     if path == "cold":
         return run_cold(sides[side])
     runs = []
@@ -237,6 +249,8 @@ def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int]
             runs.append(run_stdio(sides[side], n))
         elif path == "http":
             runs.append(run_http(sides[side], n))
+        elif path == "proxy":  # "raw" is the floor's raw relay
+            runs.append(run_http(sides["floor" if side == "raw" else side], n, backend, raw=side == "raw"))
         else:  # client: the same driver file for every side; each side's interpreter and mcpkit
             s = sides["mcpkit" if side in ("floor", "asyncio") else side]
             kind = {"floor": "driver", "asyncio": "asyncio", "official": "official"}.get(side, "mcpkit")
@@ -245,10 +259,35 @@ def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int]
 
 
 def side_names(path: str, wanted: list[str]) -> list[str]:
-    names = [s for s in wanted if s != "asyncio"]
-    if path == "client" and "floor" in wanted:
-        names.insert(names.index("floor") + 1, "asyncio")
+    names = list(wanted)
+    if path == "proxy":  # no official proxy: FastMCP's is bench/proxy.py's peer
+        names = [s for s in names if s != "official"]
+    if path in ("client", "proxy") and "floor" in names:
+        names.insert(names.index("floor") + 1, "asyncio" if path == "client" else "raw")
     return names
+
+
+class Backend:
+    """The proxy path's backend: mcpkit's echo server on HTTP, not counted (started once)."""
+
+    def __init__(self, side: Side) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.proc = subprocess.Popen([side.python, side.script, "http", str(port)], env=side.env, cwd=str(REPO),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the proxy path's backend did not start") from None
+                time.sleep(0.1)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 def report(results: dict[str, dict[str, dict[str, float]]], calls: tuple[int, int], label: str) -> str:
@@ -321,12 +360,20 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, dict[str, float]]] = {}
     for path in paths:
         results[path] = {}
-        for side in side_names(path, wanted):
-            t0 = time.perf_counter()
-            results[path][side] = measure(path, side, sides, (lo, hi))
-            f = figures(results[path][side])
-            print(f"  {path:6} {side:9} {f['instructions']:12,.0f} Ir  {f['CEst']:12,.0f} CEst"
-                  f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        backend = Backend(sides["mcpkit"]) if path == "proxy" else None
+        try:
+            for side in side_names(path, wanted):
+                if path == "proxy" and side == "baseline" and not (Path(sides[side].script).parents[2] / "mcpkit" / "proxy").is_dir():
+                    print("  proxy  baseline: that commit has no proxy", flush=True)
+                    continue
+                t0 = time.perf_counter()
+                results[path][side] = measure(path, side, sides, (lo, hi), backend.url if backend else None)
+                f = figures(results[path][side])
+                print(f"  {path:6} {side:9} {f['instructions']:12,.0f} Ir  {f['CEst']:12,.0f} CEst"
+                      f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        finally:
+            if backend is not None:
+                backend.close()
     text = report(results, (lo, hi), label)
     print(text)
     data = {"calls": [lo, hi], "warmup": WARMUP, "label": label, "counts": results}

@@ -1,6 +1,7 @@
 """The counted bench (bench/instructions.py) runs the stdio path under valgrind for the floor and
-mcpkit and reports per-call counts from the difference of two runs. Only that it measures is
-checked (counts present, per call positive, the table written), never a figure."""
+mcpkit, and the proxy path for mcpkit's proxy, and reports per-call counts from the difference
+of two runs. Only that it measures is checked (counts present, per call positive, the table
+written), never a figure."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ def test_the_stdio_path_is_counted_per_call_for_the_floor_and_mcpkit(tmp_path: P
         assert counts["Ir"] > 1000, (side, counts)  # a call is thousands of instructions, never none
         assert all(v == v for v in counts.values())  # no NaN
     assert "| stdio | mcpkit |" in cp.stdout and "| stdio | floor | " in cp.stdout
+
+
+def test_the_proxy_path_counts_mcpkit_proxy_in_front_of_a_real_backend(tmp_path: Path) -> None:
+    out = tmp_path / "counts.json"
+    cp = subprocess.run([sys.executable, str(SCRIPT), "--paths", "proxy", "--sides", "mcpkit", "--calls", "2,6",
+                         "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    assert json.loads(out.read_text())["counts"]["proxy"]["mcpkit"]["Ir"] > 1000
 
 
 def test_bad_arguments_are_refused_with_one_line() -> None:
