@@ -255,7 +255,11 @@ def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int]
             s = sides["mcpkit" if side in ("floor", "asyncio") else side]
             kind = {"floor": "driver", "asyncio": "asyncio", "official": "official"}.get(side, "mcpkit")
             runs.append(run_client(kind, s.python, s.env, n))
-    return per_call(runs[0], runs[1], calls[1] - calls[0])
+    got = per_call(runs[0], runs[1], calls[1] - calls[0])
+    if got["Ir"] <= 0:
+        raise RuntimeError(f"{path}/{side}: the run of {calls[1]} calls executed no more than the run of {calls[0]}: "
+                           "something other than the calls differs between them (more calls between the counts help)")
+    return got
 
 
 def side_names(path: str, wanted: list[str]) -> list[str]:
@@ -352,11 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         wanted.insert(wanted.index("mcpkit") + 1 if "mcpkit" in wanted else len(wanted), "baseline")
         label += f", baseline {short}"
     sides = make_sides(official, baseline)
-    # Byte-compile every side's modules first (outside valgrind), so no run compiles.
-    for name in wanted:
-        if name in sides:
-            subprocess.run([sides[name].python, "-c", sides[name].build_code or "pass"], env=sides[name].env,
-                           cwd=str(REPO), capture_output=True)
+    # Byte-compile every mcpkit tree first (outside valgrind): otherwise the first run of a path
+    # compiles (and writes) what it imports and the second does not, and their difference is not
+    # the calls' (a clean clone has no byte code yet). The official SDK's pip install compiled it.
+    trees = {REPO / "mcpkit"} | ({baseline / "mcpkit"} if baseline is not None else set())
+    for tree in trees:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True, capture_output=True)
     results: dict[str, dict[str, dict[str, float]]] = {}
     for path in paths:
         results[path] = {}
