@@ -53,8 +53,12 @@ async def count_down(ctx: Context, start: int = 3) -> str:
     """Count down to zero, reporting progress on the way."""
     if start < 0 or start > 100:
         raise ToolError("start must be between 0 and 100")
+    import asyncio  # (here: the server answers discover and the lists before asyncio loads)
+
     for done in range(start + 1):
         await ctx.report_progress(done, start, f"{start - done} to go")
+        if done < start:
+            await asyncio.sleep(0.05)  # a count down one can watch (the Inspector shows it live)
     return "liftoff"
 
 
