@@ -60,6 +60,7 @@ from _common import (
     FLOOR_ASGI,
     FLOOR_STDIO,
     REPO,
+    Pinning,
     Side,
     add_baseline_side,
     baseline_tree,
@@ -69,6 +70,7 @@ from _common import (
     free_port,
     make_sides,
 )
+from _http import HttpServer
 
 PATHS = ("stdio", "client", "http", "proxy", "cold")
 FLOOR_PROXY = BENCH / "servers" / "floor_proxy.py"
@@ -83,12 +85,6 @@ FIGURES = {
 }
 VALGRIND = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes"]
 CLIENT_FLOOR = BENCH / "client_floor.py"
-
-
-def cest(c: dict[str, float]) -> float:
-    """KCachegrind's cycle estimate."""
-    return (c["Ir"] + 10 * (c["I1mr"] + c["D1mr"] + c["D1mw"] + c["Bcm"] + c["Bim"])
-            + 100 * (c["ILmr"] + c["DLmr"] + c["DLmw"]))
 
 
 class Counted:
@@ -124,12 +120,16 @@ def _read_line(f) -> dict:  # type: ignore[no-untyped-def]
     return json.loads(line)
 
 
-def run_stdio(side: Side, calls: int) -> dict[str, float]:
+def _stdio_server(side: Side):  # type: ignore[no-untyped-def]
+    """The side's stdio server under callgrind: (the run, its stdin, a line reader of its stdout)."""
     run = Counted(side.server_argv("stdio"), side.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                   stderr=subprocess.DEVNULL, bufsize=0)
-    stdin, stdout = run.proc.stdin, run.proc.stdout
-    assert stdin is not None and stdout is not None
-    out = open(stdout.fileno(), "rb", closefd=False)
+    assert run.proc.stdin is not None and run.proc.stdout is not None
+    return run, run.proc.stdin, open(run.proc.stdout.fileno(), "rb", closefd=False)
+
+
+def run_stdio(side: Side, calls: int) -> dict[str, float]:
+    run, stdin, out = _stdio_server(side)
     try:
         stdin.write(discover_line(0))
         if "result" not in _read_line(out):
@@ -217,12 +217,10 @@ def run_http(side: Side, calls: int, backend: str | None = None, raw: bool = Fal
 
 
 def run_cold(side: Side) -> dict[str, float]:
-    run = Counted(side.server_argv("stdio"), side.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                  stderr=subprocess.DEVNULL, bufsize=0)
-    assert run.proc.stdin is not None and run.proc.stdout is not None
-    run.proc.stdin.write(discover_line(1))
-    msg = _read_line(open(run.proc.stdout.fileno(), "rb", closefd=False))
-    run.proc.stdin.close()
+    run, stdin, out = _stdio_server(side)
+    stdin.write(discover_line(1))
+    msg = _read_line(out)
+    stdin.close()
     if "result" not in msg:
         raise RuntimeError(f"{side.name}: server/discover failed: {msg!r}")
     return run.counts()
@@ -235,7 +233,8 @@ def per_call(a: dict[str, float], b: dict[str, float], n: int) -> dict[str, floa
 
 def figures(c: dict[str, float]) -> dict[str, float]:
     out = {name: sum(c[e] for e in parts) for name, parts in FIGURES.items()}
-    out["CEst"] = cest(c)
+    # KCachegrind's cycle estimate.
+    out["CEst"] = out["instructions"] + 10 * (out["L1 misses"] + out["mispredicts"]) + 100 * out["LL misses"]
     return out
 
 
@@ -270,28 +269,6 @@ def side_names(path: str, wanted: list[str]) -> list[str]:
         names.insert(names.index("floor") + 1, "asyncio" if path == "client" else "raw")
     return names
 
-
-class Backend:
-    """The proxy path's backend: mcpkit's echo server on HTTP, not counted (started once)."""
-
-    def __init__(self, side: Side) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}/mcp"
-        self.proc = subprocess.Popen([side.python, side.script, "http", str(port)], env=side.env, cwd=str(REPO),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=5).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the proxy path's backend did not start") from None
-                time.sleep(0.1)
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 def report(results: dict[str, dict[str, dict[str, float]]], calls: tuple[int, int], label: str) -> str:
@@ -365,10 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, dict[str, float]]] = {}
     for path in paths:
         results[path] = {}
-        backend = Backend(sides["mcpkit"]) if path == "proxy" else None
+        backend = None
+        if path == "proxy":  # mcpkit's echo server on HTTP, not counted
+            backend = HttpServer(sides["mcpkit"], Pinning(False))
+            backend.wait_ready()
         try:
             for side in side_names(path, wanted):
-                if path == "proxy" and side == "baseline" and not (Path(sides[side].script).parents[2] / "mcpkit" / "proxy").is_dir():
+                if side == "baseline" and path == "proxy" and baseline and not (baseline / "mcpkit" / "proxy").is_dir():
                     print("  proxy  baseline: that commit has no proxy", flush=True)
                     continue
                 t0 = time.perf_counter()
@@ -378,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
         finally:
             if backend is not None:
-                backend.close()
+                backend.stop()
     text = report(results, (lo, hi), label)
     print(text)
     data = {"calls": [lo, hi], "warmup": WARMUP, "label": label, "counts": results}
