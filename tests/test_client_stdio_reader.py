@@ -1,6 +1,7 @@
 """The stdio client's read side (issue 24): answers read from a loop callback on a pipe of the
 client's own, lines split across reads, over-long lines skipped, a last line without its
-newline, and the stream-reader path of a loop without ``add_reader``."""
+newline, and the stream-reader path of a loop without ``add_reader``; and, on the write side,
+a request bigger than the pipe, written whole."""
 
 from __future__ import annotations
 
@@ -66,3 +67,36 @@ def test_an_over_long_line_is_skipped_with_a_warning(monkeypatch, caplog) -> Non
 @pytest.mark.parametrize("prelude", ["", "not json\n"])
 def test_a_loop_without_add_reader_reads_through_a_task(prelude) -> None:
     assert _call(prelude, no_add_reader=True) == "hello"
+
+
+#: A stdio "server" that answers each tools/call with the length of its text.
+LENGTHS = r"""
+import json, sys, time
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "server/discover":
+        result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                  "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}
+    else:
+        result = {"content": [{"type": "text", "text": str(len(msg["params"]["arguments"]["text"]))}]}
+    out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode() + b"\n"); out.flush()
+"""
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_request_bigger_than_the_pipe_is_written_whole(loop: str) -> None:
+    # The pipe takes 64 KiB at once: the rest waits in the transport, and the send waits for it
+    # (flow control), on either loop. The next call's small line goes after it, in order.
+    from mcpkit.transports import loop_factory
+
+    async def main() -> list[str]:
+        async with Client([sys.executable, "-c", LENGTHS], mode="modern") as client:
+            big = await client.call_tool("echo", {"text": "x" * 3_000_000})
+            small = await client.call_tool("echo", {"text": "abc"})
+            return [str(r.content[0].text) for r in (big, small)]  # type: ignore[union-attr]
+
+    with asyncio.Runner(loop_factory=loop_factory(loop)) as runner:
+        assert runner.run(main()) == ["3000000", "3"]

@@ -648,6 +648,22 @@ def test_localhost_lookalike_origin_forbidden(http, url):
     still_ok(http, url)
 
 
+@pytest.mark.parametrize("origins", [("http://localhost", "http://evil.example"),
+                                     ("http://evil.example", "http://localhost")])
+def test_a_second_origin_or_host_header_is_not_taken_alone(http, url, origins):
+    # A repeated header's values are joined (never the first or the last alone), so an allowed
+    # value beside a foreign one is refused, in either order.
+    msg = echo_call()
+    base = [(k, v) for k, v in headers_for(msg).items() if k.lower() != "origin"]
+    resp = http.post(url, content=json.dumps(msg).encode(), headers=base + [("Origin", o) for o in origins])
+    rpc_error(resp, 403, -32600, id=None)
+    port = httpx.URL(url).port
+    hosts = [("Host", f"127.0.0.1:{port}"), ("Host", "evil.example")]
+    resp = http.post(url, content=json.dumps(msg).encode(), headers=base + hosts)
+    rpc_error(resp, 403, -32600, id=None)
+    still_ok(http, url)
+
+
 def test_null_origin_forbidden(http, url):
     msg = echo_call()
     rpc_error(post(http, url, msg, headers_for(msg, Origin="null")), 403, -32600, id=None)

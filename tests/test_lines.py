@@ -17,6 +17,7 @@ def test_an_oversized_line_stands_as_none_in_its_place():
     assert s.feed(b"more") == []
     assert s.feed(b"\nfine\n") == [None, b"fine"]
     assert s.feed(b"tail-too-long") == [] and s.end() is None
+    assert LineSplitter(4).feed(b"four\nfive5\n") == [b"four", None]  # at the limit, and one over
 
 
 def test_a_head_carried_over_is_the_start_of_the_first_line():

@@ -237,9 +237,6 @@ class TypedApi:
         answered with a task otherwise (the client declared the extension in ``capabilities``)
         is waited for, and its result returned.
         """
-        from . import _tasks, _tasks_legacy
-
-        client = cast("Client", self)  # TypedApi is only ever a base of Client
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -249,6 +246,20 @@ class TypedApi:
             assert self._session is not None
             params = self._session.for_task(params, self.capabilities)
         raw = await self._request("tools/call", params, opts)
+        if task or raw.get("resultType") == "task":
+            # (The task modules are imported here, not per call: an import statement costs a
+            # plain call some 50 bytecodes even when the modules are loaded.)
+            return await self._task_result(raw, task)
+        try:
+            return msgspec.convert(raw, t.CallToolResult)
+        except msgspec.ValidationError as exc:
+            raise ProtocolError(f"tools/call: malformed result: {exc}") from None
+
+    async def _task_result(self, raw: dict[str, Any], task: bool) -> t.CallToolResult | TaskHandle:
+        """A task-augmented call's answer (its handle), or a plain call answered with a task."""
+        from . import _tasks, _tasks_legacy
+
+        client = cast("Client", self)  # TypedApi is only ever a base of Client
         if task and _tasks_legacy.is_created(raw):  # a 2025-11-25 CreateTaskResult
             return _tasks_legacy.LegacyTaskHandle(client, raw, inputs=self._input)
         if raw.get("resultType") == "task":
@@ -258,7 +269,7 @@ class TypedApi:
             result = msgspec.convert(raw, t.CallToolResult)
         except msgspec.ValidationError as exc:
             raise ProtocolError(f"tools/call: malformed result: {exc}") from None
-        return _tasks.TaskHandle(client, result=result, inputs=self._input) if task else result
+        return _tasks.TaskHandle(client, result=result, inputs=self._input)
 
     async def list_tasks(self) -> list[dict[str, Any]]:
         """Every task the server keeps for this client (``tasks/list``, every page; 2025-11-25

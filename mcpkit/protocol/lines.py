@@ -35,6 +35,8 @@ class LineSplitter:
         limit = self.max_line
         if len(self.buf) > limit:
             self.buf, self.skipping = b"", True
+        if not out and (not lines or max(map(len, lines)) <= limit):
+            return lines  # type: ignore[return-value]  # (the usual case: no line too long, none skipped before)
         out.extend(None if len(line) > limit else line for line in lines)
         return out
 

@@ -38,6 +38,8 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Notifications that change what the front serves.
 CHANGE_NOTES = frozenset({"notifications/tools/list_changed", "notifications/prompts/list_changed",
                           "notifications/resources/list_changed", "notifications/resources/updated"})
+#: A front request's params the backend is not given as they are (see :meth:`Backend.params_for`).
+_NOT_PASSED = frozenset({"_meta", "inputResponses", "requestState", "task"})
 
 
 def describe_target(target: Any) -> str:
@@ -281,7 +283,9 @@ class Backend:
     def params_for(self, params: dict[str, Any], client_caps: dict[str, Any] | None) -> dict[str, Any]:
         """A front request's params as the backend gets them: the front's own ``_meta`` is
         not passed on; a modern backend is told the front client's input capabilities."""
-        out = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState", "task")}
+        out = dict(params)
+        for k in params.keys() & _NOT_PASSED:  # (a set operation in C: usually just _meta)
+            del out[k]
         if self.era != "legacy" and client_caps is not None:
             caps = {k: v for k, v in client_caps.items() if k in self.declare}
             declared = client_caps.get("extensions")

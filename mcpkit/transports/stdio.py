@@ -470,8 +470,13 @@ class StdioProcess:
 
     async def send(self, data: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write(data + b"\n")
-        await self.proc.stdin.drain()
+        stdin = self.proc.stdin
+        stdin.write(data + b"\n")
+        # Waited only when there is something to wait for: bytes the pipe did not take yet (flow
+        # control) or a pipe closing (drain raises its error). A line the pipe took at once, the
+        # usual case, skips drain's coroutine.
+        if stdin.transport.get_write_buffer_size() or stdin.transport.is_closing():
+            await stdin.drain()
 
     async def receive(self) -> bytes | None:
         """The next line, or None at EOF."""
