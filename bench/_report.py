@@ -104,6 +104,16 @@ def budgets(res: Results, c16: int, c64: int) -> list[tuple[str, str, str]]:
         ratios = ratio_stats(res, workload, metric, "floor")
         v = statistics.median(ratios) if ratios else None
         add(label, v, v is not None and (v >= target if higher else v <= target), spread(ratios) + ("×" if not higher else ""))
+    # The same client target with the Client on uvloop (the application's choice of loop), each
+    # round's uvloop figure over that round's synchronous driver (information beside the target).
+    sync = next((r for r in res.rows if r["workload"] == "client" and r["metric"].startswith("tools/call against")), None)
+    uv = next((r for r in res.rows if r["workload"] == "client" and r["metric"].startswith("on uvloop")), None)
+    if sync is not None and uv is not None:
+        ratios = round_ratios({"rounds": {"mcpkit": (uv.get("rounds") or {}).get("mcpkit"),
+                                          "floor": (sync.get("rounds") or {}).get("floor")},
+                               "mcpkit": uv.get("mcpkit"), "floor": sync.get("floor")}, "mcpkit", "floor")
+        v = statistics.median(ratios) if ratios else None
+        add("client on uvloop: calls/s ≥ 0.8 of the bare driver", v, v is not None and v >= 0.8, spread(ratios))
     v = res.get("import", "`from mcpkit import Client`, in-process, above", "mcpkit")
     add("`from mcpkit import Client` ≤ 15 ms above `import asyncio, msgspec`", v, v is not None and v <= 15, f"{fmt(v, 'ms')} ms")
     return out

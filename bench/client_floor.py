@@ -1,7 +1,7 @@
 """The client workload's three drivers, one per process: sequential ``tools/call echo`` over
 stdio against a server command (the bench uses bench/servers/floor_stdio.py).
 
-    python bench/client_floor.py KIND CALLS -- SERVER_ARGV...
+    python bench/client_floor.py KIND CALLS [--loop asyncio|uvloop] -- SERVER_ARGV...
 
 KIND is ``driver`` (the floor: a bare synchronous JSON-lines loop, stdlib json, blocking
 pipe reads: what a client costs with nothing in it), ``asyncio`` (the floor of an asyncio
@@ -9,7 +9,9 @@ client: the same requests from a coroutine on asyncio's default loop, the answer
 reader callback (``add_reader``) that resolves a future per request; what any client on that
 loop pays before it does anything of its own), ``mcpkit`` (``mcpkit.Client``, library
 defaults) or ``official`` (the official SDK's ``mcp.Client`` over ``StdioServerParameters``;
-run it with the SDK's interpreter). Each connects, makes 50 warm-up calls, then CALLS
+run it with the SDK's interpreter). ``--loop uvloop`` runs the coroutine kinds on uvloop's loop
+instead of asyncio's default one (the choice is the application's; mcpkit's servers make it
+where uvloop is installed). Each connects, makes 50 warm-up calls, then CALLS
 sequential calls, checks every answer, and prints one JSON line: ``calls_per_s`` and this
 process's CPU µs per call (user + system, ``getrusage``) over the timed calls.
 
@@ -147,17 +149,31 @@ async def run_official(calls: int, argv: list[str]) -> tuple[float, float]:
         return time.perf_counter() - t0, cpu_s() - c0
 
 
+USAGE = "usage: client_floor.py driver|asyncio|mcpkit|official CALLS [--loop asyncio|uvloop] -- SERVER_ARGV..."
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 4 or argv[2] != "--":
-        raise SystemExit("usage: client_floor.py driver|asyncio|mcpkit|official CALLS -- SERVER_ARGV...")
+    loop = "asyncio"
+    if len(argv) >= 4 and argv[2] == "--loop":
+        loop, argv = argv[3], argv[:2] + argv[4:]
+    if len(argv) < 4 or argv[2] != "--" or loop not in ("asyncio", "uvloop"):
+        raise SystemExit(USAGE)
     kind, calls, server = argv[0], int(argv[1]), argv[3:]
     if kind == "driver":
+        if loop != "asyncio":
+            raise SystemExit("client_floor.py: the synchronous driver runs on no event loop (no --loop)")
         elapsed, cpu = run_driver(calls, server)
     elif kind in ("asyncio", "mcpkit", "official"):
         import asyncio
 
         run = {"asyncio": run_asyncio, "mcpkit": run_mcpkit, "official": run_official}[kind]
-        elapsed, cpu = asyncio.run(run(calls, server))
+        if loop == "uvloop":  # the loop a client's application may choose (mcpkit's servers run on it)
+            import uvloop
+
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                elapsed, cpu = runner.run(run(calls, server))
+        else:
+            elapsed, cpu = asyncio.run(run(calls, server))
     else:
         raise SystemExit(f"unknown driver {kind!r}")
     print(json.dumps({"calls_per_s": calls / elapsed, "cpu_us_per_call": cpu * 1e6 / calls}), flush=True)

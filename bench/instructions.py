@@ -16,7 +16,8 @@ start-up, warm-up and exit cancel out. The paths, the measured process of each i
   the stdio echo server [the server]: ``floor`` is bench/servers/floor_stdio.py, ``mcpkit``
   bench/servers/echo_mcpkit.py, ``official`` the official SDK's echo server;
 - ``client``: bench/client_floor.py against the floor stdio server [the client]: ``floor`` its
-  bare synchronous driver, ``asyncio`` its bare asyncio driver, ``mcpkit`` mcpkit's Client,
+  bare synchronous driver, ``asyncio`` its bare asyncio driver, ``mcpkit`` mcpkit's Client
+  (``asyncio@uvloop`` and ``mcpkit@uvloop``: the same two on uvloop's loop),
   ``official`` the official SDK's client;
 - ``http``: sequential POSTs of a 2026-07-28 ``tools/call echo`` on one keep-alive connection
   (the bytes wrk sends in bench/run.py) [the server]: ``floor`` is bench/servers/floor_asgi.py,
@@ -144,8 +145,8 @@ def run_stdio(side: Side, calls: int) -> dict[str, float]:
     return run.counts()
 
 
-def run_client(kind: str, python: str, env: dict[str, str], calls: int) -> dict[str, float]:
-    argv = [python, str(CLIENT_FLOOR), kind, str(calls), "--", sys.executable, str(FLOOR_STDIO)]
+def run_client(kind: str, python: str, env: dict[str, str], calls: int, loop: str = "asyncio") -> dict[str, float]:
+    argv = [python, str(CLIENT_FLOOR), kind, str(calls), "--loop", loop, "--", sys.executable, str(FLOOR_STDIO)]
     run = Counted(argv, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     counts = run.counts()
     if run.proc.returncode != 0:
@@ -251,9 +252,10 @@ def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int]
         elif path == "proxy":  # "raw" is the floor's raw relay
             runs.append(run_http(sides["floor" if side == "raw" else side], n, backend, raw=side == "raw"))
         else:  # client: the same driver file for every side; each side's interpreter and mcpkit
-            s = sides["mcpkit" if side in ("floor", "asyncio") else side]
-            kind = {"floor": "driver", "asyncio": "asyncio", "official": "official"}.get(side, "mcpkit")
-            runs.append(run_client(kind, s.python, s.env, n))
+            base, _, loop = side.partition("@")  # "NAME@uvloop": the same client on uvloop's loop
+            s = sides["mcpkit" if base in ("floor", "asyncio") else base]
+            kind = {"floor": "driver", "asyncio": "asyncio", "official": "official"}.get(base, "mcpkit")
+            runs.append(run_client(kind, s.python, s.env, n, loop or "asyncio"))
     got = per_call(runs[0], runs[1], calls[1] - calls[0])
     if got["Ir"] <= 0:
         raise RuntimeError(f"{path}/{side}: the run of {calls[1]} calls executed no more than the run of {calls[0]}: "
@@ -267,6 +269,10 @@ def side_names(path: str, wanted: list[str]) -> list[str]:
         names = [s for s in names if s != "official"]
     if path in ("client", "proxy") and "floor" in names:
         names.insert(names.index("floor") + 1, "asyncio" if path == "client" else "raw")
+    if path == "client":  # the asyncio driver and mcpkit's Client again, on uvloop's loop
+        for name in ("asyncio", "mcpkit"):
+            if name in names:
+                names.insert(names.index(name) + 1, f"{name}@uvloop")
     return names
 
 
@@ -302,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--paths", default=",".join(PATHS), help=f"comma list from {','.join(PATHS)}")
     ap.add_argument("--sides", default="floor,mcpkit,official", help="comma list from floor,mcpkit,official "
-                    "(the client path adds the asyncio driver beside floor; --baseline adds baseline)")
+                    "(the client path adds the asyncio driver beside floor, and it and mcpkit on uvloop; "
+                    "--baseline adds baseline)")
     ap.add_argument("--calls", default="200,1200", help="the two call counts whose difference is measured")
     ap.add_argument("--baseline", metavar="REV", help="also measure mcpkit at commit REV")
     ap.add_argument("--no-install", action="store_true", help="fail rather than create bench/.venv-official")

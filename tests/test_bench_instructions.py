@@ -1,6 +1,6 @@
 """The counted bench (bench/instructions.py) runs the stdio path under valgrind for the floor and
-mcpkit, and the proxy path for mcpkit's proxy, and reports per-call counts from the difference
-of two runs. Only that it measures is checked (counts present, per call positive, the table
+mcpkit, the client path for mcpkit's Client on both loops, and the proxy path for mcpkit's proxy,
+and reports per-call counts from the difference of two runs. Only that it measures is checked (counts present, per call positive, the table
 written), never a figure."""
 
 from __future__ import annotations
@@ -37,6 +37,28 @@ def test_the_proxy_path_counts_mcpkit_proxy_in_front_of_a_real_backend(tmp_path:
                          "--json", str(out)], capture_output=True, text=True, timeout=600)
     assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
     assert json.loads(out.read_text())["counts"]["proxy"]["mcpkit"]["Ir"] > 1000
+
+
+def test_the_client_path_counts_mcpkit_on_both_loops(tmp_path: Path) -> None:
+    out = tmp_path / "counts.json"
+    cp = subprocess.run([sys.executable, str(SCRIPT), "--paths", "client", "--sides", "mcpkit", "--calls", "2,6",
+                         "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    counts = json.loads(out.read_text())["counts"]["client"]
+    assert set(counts) == {"mcpkit", "mcpkit@uvloop"}
+    assert all(c["Ir"] > 1000 for c in counts.values()), counts
+
+
+def test_the_client_driver_takes_a_loop_only_where_it_has_one() -> None:
+    driver = ROOT / "bench" / "client_floor.py"
+    server = [sys.executable, str(ROOT / "bench" / "servers" / "floor_stdio.py")]
+    cp = subprocess.run([sys.executable, str(driver), "asyncio", "20", "--loop", "uvloop", "--", *server],
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0 and json.loads(cp.stdout)["calls_per_s"] > 0, cp.stderr[-2000:]
+    for bad in (["driver", "20", "--loop", "uvloop"], ["asyncio", "20", "--loop", "trio"]):
+        cp = subprocess.run([sys.executable, str(driver), *bad, "--", *server], capture_output=True, text=True,
+                            timeout=60)
+        assert cp.returncode == 1 and len(cp.stderr.strip().splitlines()) == 1, cp.stderr
 
 
 def test_bad_arguments_are_refused_with_one_line() -> None:
