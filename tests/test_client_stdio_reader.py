@@ -15,10 +15,12 @@ from mcpkit import Client
 from mcpkit.transports import _stdio_main
 
 #: A stdio "server" that answers each request by id with a text content, after writing
-#: whatever PRELUDE says, in pieces with pauses (so that lines arrive split across reads).
+#: whatever PRELUDE says, in pieces with pauses (so that lines arrive split across reads);
+#: with a second argument ``length``, the text's length instead, written at once.
 SCRIPT = r"""
 import json, sys, time
 prelude = sys.argv[1].encode()
+lengths = sys.argv[2:] == ["length"]
 out = sys.stdout.buffer
 for line in sys.stdin.buffer:
     msg = json.loads(line)
@@ -28,10 +30,12 @@ for line in sys.stdin.buffer:
         result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}
     else:
-        result = {"content": [{"type": "text", "text": msg["params"]["arguments"]["text"]}]}
+        text = msg["params"]["arguments"]["text"]
+        result = {"content": [{"type": "text", "text": str(len(text)) if lengths else text}]}
     body = prelude + json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
-    for i in range(0, len(body), 7):
-        out.write(body[i:i + 7]); out.flush(); time.sleep(0.001)
+    step = len(body) if lengths else 7
+    for i in range(0, len(body), step):
+        out.write(body[i:i + step]); out.flush(); time.sleep(0.001)
     out.write(b"\n"); out.flush()
 """
 
@@ -69,23 +73,6 @@ def test_a_loop_without_add_reader_reads_through_a_task(prelude) -> None:
     assert _call(prelude, no_add_reader=True) == "hello"
 
 
-#: A stdio "server" that answers each tools/call with the length of its text.
-LENGTHS = r"""
-import json, sys, time
-out = sys.stdout.buffer
-for line in sys.stdin.buffer:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    if msg["method"] == "server/discover":
-        result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                  "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}
-    else:
-        result = {"content": [{"type": "text", "text": str(len(msg["params"]["arguments"]["text"]))}]}
-    out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode() + b"\n"); out.flush()
-"""
-
-
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_a_request_bigger_than_the_pipe_is_written_whole(loop: str) -> None:
     # The pipe takes 64 KiB at once: the rest waits in the transport, and the send waits for it
@@ -93,7 +80,7 @@ def test_a_request_bigger_than_the_pipe_is_written_whole(loop: str) -> None:
     from mcpkit.transports import loop_factory
 
     async def main() -> list[str]:
-        async with Client([sys.executable, "-c", LENGTHS], mode="modern") as client:
+        async with Client([sys.executable, "-c", SCRIPT, "", "length"], mode="modern") as client:
             big = await client.call_tool("echo", {"text": "x" * 3_000_000})
             small = await client.call_tool("echo", {"text": "abc"})
             return [str(r.content[0].text) for r in (big, small)]  # type: ignore[union-attr]
