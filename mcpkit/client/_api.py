@@ -78,10 +78,7 @@ class TypedApi:
         if issubclass(typ, t.CacheableResult) and ("ttlMs" not in result or "cacheScope" not in result):
             # An older server: no hints means stale at once, and never shared.
             result = {"ttlMs": 0, "cacheScope": "private", **result}
-        try:
-            return msgspec.convert(result, typ)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(f"{method}: malformed result: {exc}") from None
+        return _convert(typ, method, result)
 
     @property
     def server_info(self) -> t.Implementation | None:
@@ -124,10 +121,7 @@ class TypedApi:
         found = self._session.take_card(cache == "use")  # legacy: from initialize; modern: the probe's answer
         if found is not None:
             self._remember_discovered(found)
-            try:
-                return msgspec.convert(found, t.DiscoverResult)
-            except msgspec.ValidationError as exc:
-                raise ProtocolError(f"server/discover: malformed result: {exc}") from None
+            return _convert(t.DiscoverResult, "server/discover", found)
         result = await self._typed(t.DiscoverResult, "server/discover", None,
                                    _Options(progress, log_level, on_log, on_notification, timeout, cache))
         self._remember_discovered(result)
@@ -250,10 +244,7 @@ class TypedApi:
             # (The task modules are imported here, not per call: an import statement costs a
             # plain call some 50 bytecodes even when the modules are loaded.)
             return await self._task_result(raw, task)
-        try:
-            return msgspec.convert(raw, t.CallToolResult)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(f"tools/call: malformed result: {exc}") from None
+        return _convert(t.CallToolResult, "tools/call", raw)
 
     async def _task_result(self, raw: dict[str, Any], task: bool) -> t.CallToolResult | TaskHandle:
         """A task-augmented call's answer (its handle), or a plain call answered with a task."""
@@ -265,11 +256,7 @@ class TypedApi:
         if raw.get("resultType") == "task":
             handle = _tasks.TaskHandle(client, raw, inputs=self._input)
             return handle if task else await handle.result()
-        try:
-            result = msgspec.convert(raw, t.CallToolResult)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(f"tools/call: malformed result: {exc}") from None
-        return _tasks.TaskHandle(client, result=result, inputs=self._input)
+        return _tasks.TaskHandle(client, result=_convert(t.CallToolResult, "tools/call", raw), inputs=self._input)
 
     async def list_tasks(self) -> list[dict[str, Any]]:
         """Every task the server keeps for this client (``tasks/list``, every page; 2025-11-25
@@ -316,3 +303,11 @@ class TypedApi:
             params["context"] = {"arguments": context}
         opts = _Options(progress, log_level, on_log, on_notification, timeout, cache)
         return (await self._typed(t.CompleteResult, "completion/complete", params, opts)).completion
+
+
+def _convert(typ: type[R], method: str, result: dict[str, Any]) -> R:
+    """``method``'s raw result as ``typ`` (ProtocolError when it is malformed)."""
+    try:
+        return msgspec.convert(result, typ)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"{method}: malformed result: {exc}") from None
