@@ -152,10 +152,15 @@ def test_recursion_error_never_escapes_even_deep_in_the_stack():
         except codec.InvalidMessage as exc:
             return exc
 
-    # Close to the recursion limit the parser itself runs out of stack: an error, not a crash.
+    # Close to the recursion limit, on 3.11 the parser itself runs out of stack: an error, not a
+    # crash. From 3.12 Python frames no longer count against the C code's own depth budget, and
+    # the same frame decodes there. Either way no RecursionError escapes.
     out = at_depth(limit - 100)
-    assert isinstance(out, codec.InvalidMessage), out
-    assert out.error.code == errors.INVALID_REQUEST and out.id == 5
+    if sys.version_info < (3, 12):
+        assert isinstance(out, codec.InvalidMessage), out
+        assert out.error.code == errors.INVALID_REQUEST and out.id == 5
+    else:
+        assert isinstance(out, (codec.InvalidMessage, codec.Request)), out
     # With room to spare the same frame decodes.
     assert type(at_depth(limit - 600)) is codec.Request
 
