@@ -39,6 +39,11 @@ the estimate leaves out the system calls' kernel time and what other processes e
 Measured processes run with PYTHONHASHSEED=0 (the same dict layouts run to run). ``--baseline
 REV`` adds ``baseline``: mcpkit at another commit, for a before/after that timing cannot give
 on a shared machine. Needs valgrind (Debian ``valgrind``). Stdlib only.
+
+``--bytecodes`` counts instead the bytecodes each measured process executes (bench/_opcount.py,
+a tracer; no valgrind). On this bench's paths they predict the timed distance better than the
+instructions do: the floors spend theirs in C loops (the standard library's json), which run
+many instructions per cycle, mcpkit in the eval loop, which runs few.
 """
 
 from __future__ import annotations
@@ -86,6 +91,9 @@ FIGURES = {
 }
 VALGRIND = ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes"]
 CLIENT_FLOOR = BENCH / "client_floor.py"
+OPCOUNT = BENCH / "_opcount.py"
+#: What a run counts: "callgrind" (instructions, misses, mispredictions) or "bytecodes".
+COUNTER = "callgrind"
 
 
 class Counted:
@@ -94,7 +102,10 @@ class Counted:
     def __init__(self, argv: list[str], env: dict[str, str], **popen: object) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="mcpkit-callgrind-")
         self.log = Path(self.dir.name) / "log"
-        cmd = [*VALGRIND, f"--log-file={self.log}", f"--callgrind-out-file={Path(self.dir.name) / 'out'}", *argv]
+        if COUNTER == "bytecodes":  # argv[0] is the measured process's interpreter
+            cmd = [argv[0], str(OPCOUNT), str(self.log), *argv[1:]]
+        else:
+            cmd = [*VALGRIND, f"--log-file={self.log}", f"--callgrind-out-file={Path(self.dir.name) / 'out'}", *argv]
         self.proc = subprocess.Popen(cmd, env={**env, "PYTHONHASHSEED": "0"}, cwd=str(REPO), **popen)  # type: ignore[call-overload]
 
     def counts(self, timeout: float = 600) -> dict[str, float]:
@@ -103,6 +114,13 @@ class Counted:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             raise RuntimeError(f"callgrind run did not exit within {timeout:g} s") from None
+        if COUNTER == "bytecodes":
+            try:
+                counted = json.loads(self.log.read_text())["bytecodes"]
+            except (OSError, ValueError, KeyError):
+                raise RuntimeError(f"the bytecode count was not written (exit {self.proc.returncode})") from None
+            self.dir.cleanup()
+            return {"bytecodes": float(counted)}
         text = self.log.read_text(errors="replace")
         self.dir.cleanup()
         events = re.search(r"^==\d+== Events\s*:\s*(.+)$", text, re.M)
@@ -229,10 +247,12 @@ def run_cold(side: Side) -> dict[str, float]:
 
 # ------------------------------------------------------------------ the run
 def per_call(a: dict[str, float], b: dict[str, float], n: int) -> dict[str, float]:
-    return {e: (b[e] - a[e]) / n for e in EVENTS}
+    return {e: (b[e] - a[e]) / n for e in a}
 
 
 def figures(c: dict[str, float]) -> dict[str, float]:
+    if "bytecodes" in c:
+        return {"bytecodes": c["bytecodes"]}
     out = {name: sum(c[e] for e in parts) for name, parts in FIGURES.items()}
     # KCachegrind's cycle estimate.
     out["CEst"] = out["instructions"] + 10 * (out["L1 misses"] + out["mispredicts"]) + 100 * out["LL misses"]
@@ -257,7 +277,7 @@ def measure(path: str, side: str, sides: dict[str, Side], calls: tuple[int, int]
             kind = {"floor": "driver", "asyncio": "asyncio", "official": "official"}.get(base, "mcpkit")
             runs.append(run_client(kind, s.python, s.env, n, loop or "asyncio"))
     got = per_call(runs[0], runs[1], calls[1] - calls[0])
-    if got["Ir"] <= 0:
+    if next(iter(got.values())) <= 0:
         raise RuntimeError(f"{path}/{side}: the run of {calls[1]} calls executed no more than the run of {calls[0]}: "
                            "something other than the calls differs between them (more calls between the counts help)")
     return got
@@ -277,7 +297,22 @@ def side_names(path: str, wanted: list[str]) -> list[str]:
 
 
 
+def report_bytecodes(results: dict[str, dict[str, dict[str, float]]], calls: tuple[int, int], label: str) -> str:
+    lines = [f"# Bytecodes per call ({label})", "",
+             f"bench/_opcount.py; per call = (run of {calls[1]} calls - run of {calls[0]}) / {calls[1] - calls[0]}, "
+             f"after {WARMUP} warm-up calls (cold: the whole process); ÷ floor: the side's count over its path's floor",
+             "", "| path | side | bytecodes | ÷ floor |", "|---|---|---:|---:|"]
+    for path, by_side in results.items():
+        floor = by_side.get("floor", {}).get("bytecodes")
+        for side, counts in by_side.items():
+            n = counts["bytecodes"]
+            lines.append(f"| {path} | {side} | {n:,.0f} | {f'{n / floor:.2f}' if floor else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 def report(results: dict[str, dict[str, dict[str, float]]], calls: tuple[int, int], label: str) -> str:
+    if any("bytecodes" in c for by_side in results.values() for c in by_side.values()):
+        return report_bytecodes(results, calls, label)
     lines = [f"# Counted cost per call ({label})", "",
              f"valgrind callgrind with cache and branch simulation; per call = (run of {calls[1]} calls - run of "
              f"{calls[0]}) / {calls[1] - calls[0]}, after {WARMUP} warm-up calls (cold: the whole process); "
@@ -315,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-install", action="store_true", help="fail rather than create bench/.venv-official")
     ap.add_argument("--save", metavar="NAME", help="write bench/results/instructions-NAME.md and .json")
     ap.add_argument("--json", metavar="FILE", help="write the counts as JSON to FILE")
+    ap.add_argument("--bytecodes", action="store_true", help="count bytecodes (bench/_opcount.py) instead of "
+                    "instructions (callgrind)")
     ap.add_argument("--render", metavar="FILE", help="print the table of a saved run (its .json) and exit")
     args = ap.parse_args(argv)
     if args.render:
@@ -329,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     lo, hi = (int(x) for x in args.calls.split(","))
     if not 0 <= lo < hi:
         ap.error("--calls: two counts, the first smaller")
-    if subprocess.run(["valgrind", "--version"], capture_output=True).returncode != 0:
+    global COUNTER
+    COUNTER = "bytecodes" if args.bytecodes else "callgrind"
+    if not args.bytecodes and subprocess.run(["valgrind", "--version"], capture_output=True).returncode != 0:
         raise SystemExit("valgrind is not installed (Debian: apt-get install -y valgrind)")
     official = ensure_official_venv(args.no_install) if "official" in wanted else sys.executable
     baseline = None
@@ -361,8 +400,9 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 results[path][side] = measure(path, side, sides, (lo, hi), backend.url if backend else None)
                 f = figures(results[path][side])
-                print(f"  {path:6} {side:9} {f['instructions']:12,.0f} Ir  {f['CEst']:12,.0f} CEst"
-                      f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+                shown = "  ".join(f"{v:12,.0f} {'Ir' if k == 'instructions' else k}" for k, v in f.items()
+                                  if k in ("instructions", "CEst", "bytecodes"))
+                print(f"  {path:6} {side:9} {shown}  ({time.perf_counter() - t0:.0f} s)", flush=True)
         finally:
             if backend is not None:
                 backend.stop()
@@ -372,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1))
     if args.save:
-        out = BENCH / "results" / f"instructions-{args.save}"
+        out = BENCH / "results" / f"{'bytecodes' if args.bytecodes else 'instructions'}-{args.save}"
         out.with_suffix(".md").write_text(text)
         out.with_suffix(".json").write_text(json.dumps(data, indent=1))
         print(f"wrote {out.relative_to(REPO)}.md and .json")

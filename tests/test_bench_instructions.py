@@ -1,6 +1,7 @@
 """The counted bench (bench/instructions.py) runs the stdio path under valgrind for the floor and
 mcpkit, the client path for mcpkit's Client on both loops, and the proxy path for mcpkit's proxy,
-and reports per-call counts from the difference of two runs. Only that it measures is checked (counts present, per call positive, the table
+and reports per-call counts from the difference of two runs (``--bytecodes``: bytecodes
+rather than instructions, no valgrind). Only that it measures is checked (counts present, per call positive, the table
 written), never a figure."""
 
 from __future__ import annotations
@@ -67,3 +68,20 @@ def test_bad_arguments_are_refused_with_one_line() -> None:
     assert cp.returncode == 2 and "unknown path or side: nowhere" in cp.stderr
     cp = subprocess.run([sys.executable, str(SCRIPT), "--calls", "30,10"], capture_output=True, text=True, timeout=60)
     assert cp.returncode == 2 and "the first smaller" in cp.stderr
+
+
+def test_bytecodes_are_counted_per_call_on_the_stdio_http_and_proxy_paths(tmp_path: Path) -> None:
+    out = tmp_path / "counts.json"
+    cp = subprocess.run([sys.executable, str(SCRIPT), "--bytecodes", "--paths", "stdio,http,proxy",
+                         "--sides", "floor,mcpkit", "--calls", "5,25", "--json", str(out)],
+                        capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    counts = json.loads(out.read_text())["counts"]
+    assert set(counts["proxy"]) == {"floor", "raw", "mcpkit"}
+    for path, by_side in counts.items():
+        for side, c in by_side.items():
+            assert set(c) == {"bytecodes"} and c["bytecodes"] > 20, (path, side, c)  # a call runs Python code
+    assert "# Bytecodes per call" in cp.stdout and "| stdio | mcpkit |" in cp.stdout
+    # A saved run renders as the same table.
+    cp2 = subprocess.run([sys.executable, str(SCRIPT), "--render", str(out)], capture_output=True, text=True, timeout=60)
+    assert cp2.returncode == 0 and "| http | floor |" in cp2.stdout, cp2.stderr
